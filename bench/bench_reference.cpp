@@ -1,0 +1,114 @@
+#include "bench_reference.hpp"
+
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+
+#include "topo/binding.hpp"
+
+namespace bench {
+
+namespace {
+
+struct alignas(128) Line {
+  std::atomic<std::uint64_t> value;
+};
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+void wait_for(const Line& line, std::uint64_t value) {
+  while (line.value.load(std::memory_order_acquire) < value) __builtin_ia32_pause();
+}
+
+constexpr int kSamples = 31;
+constexpr int kTripsPerSample = 2000;
+
+// lines[0]: A's line, lines[1]: B's line. Phase 1 ping-pong, phase 2 symmetric exchange.
+void run_partner(Line* lines) {
+  std::uint64_t step = 0;
+  for (int i = 0; i < kSamples * kTripsPerSample; ++i) {
+    ++step;
+    wait_for(lines[0], step);
+    lines[1].value.store(step, std::memory_order_release);
+  }
+  for (int i = 0; i < kSamples * kTripsPerSample; ++i) {
+    ++step;
+    lines[1].value.store(step, std::memory_order_release);
+    wait_for(lines[0], step);
+  }
+}
+
+void measure_lines(References& refs) {
+  void* memory = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  auto* lines = new (memory) Line[2]{};
+  shmcoll::topo::bind_process_to_core(0);
+  const pid_t partner = fork();
+  if (partner == 0) {
+    shmcoll::topo::bind_process_to_core(1);
+    run_partner(lines);
+    _exit(0);
+  }
+  std::uint64_t step = 0;
+  std::vector<double> round_trips, exchanges;
+  for (int sample = 0; sample < kSamples; ++sample) {
+    const double start = now_seconds();
+    for (int i = 0; i < kTripsPerSample; ++i) {
+      ++step;
+      lines[0].value.store(step, std::memory_order_release);
+      wait_for(lines[1], step);
+    }
+    round_trips.push_back((now_seconds() - start) / kTripsPerSample);
+  }
+  for (int sample = 0; sample < kSamples; ++sample) {
+    const double start = now_seconds();
+    for (int i = 0; i < kTripsPerSample; ++i) {
+      ++step;
+      lines[0].value.store(step, std::memory_order_release);
+      wait_for(lines[1], step);
+    }
+    exchanges.push_back((now_seconds() - start) / kTripsPerSample);
+  }
+  waitpid(partner, nullptr, 0);
+  munmap(memory, 4096);
+  refs.line_round_trip_seconds = median(round_trips);
+  refs.line_exchange_seconds = median(exchanges);
+}
+
+double measure_memcpy(std::size_t bytes) {
+  std::vector<char> from(bytes, 1), to(bytes, 2);
+  const int reps = static_cast<int>(std::clamp<std::size_t>((64u << 20) / std::max<std::size_t>(bytes, 1), 3, 10000));
+  std::vector<double> samples;
+  for (int sample = 0; sample < 11; ++sample) {
+    const double start = now_seconds();
+    for (int i = 0; i < reps; ++i) {
+      std::memcpy(to.data(), from.data(), bytes);
+      asm volatile("" : : "r"(to.data()) : "memory");
+    }
+    samples.push_back((now_seconds() - start) / reps);
+  }
+  return median(samples);
+}
+
+}  // namespace
+
+References measure_references(const std::vector<std::size_t>& memcpy_sizes) {
+  References refs;
+  measure_lines(refs);
+  for (std::size_t bytes : memcpy_sizes) refs.memcpy_by_size[bytes] = measure_memcpy(bytes);
+  return refs;
+}
+
+}  // namespace bench

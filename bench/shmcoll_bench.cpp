@@ -1,0 +1,255 @@
+// shmcoll-bench: OSU-style latency table for shmcoll collectives on N forked ranks.
+//
+// Method: per size, a warm-up, then --iters samples. A sample is a batch of back-to-back calls
+// (batch length chosen so a batch lasts about 200 us) between barriers; each rank times its batch,
+// and the sample is the slowest rank's time per call. We print the median and min/max of the
+// samples, with two reference lines measured in the same run: the cache-line exchange between two
+// ranks (the small-message floor) and memcpy of the same bytes.
+#include <sys/mman.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench_reference.hpp"
+#include "shmcoll/shmcoll.hpp"
+
+namespace {
+
+using shmcoll::Dtype;
+using shmcoll::Op;
+
+struct Config {
+  int ranks = 2;
+  std::vector<std::string> collectives;
+  std::vector<std::size_t> sizes;
+  Dtype dtype = Dtype::f32;
+  Op op = Op::sum;
+  int iters = 30;
+  bool check = false;
+};
+
+// Shared between the forked ranks: per-rank sample times and the check verdict.
+struct SharedResults {
+  double seconds_per_call[256];
+  int mismatches;
+};
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Deterministic inputs that every rank can recompute for any peer. Small integers, so every
+// reduction order gives exact results in every type.
+double input_value(int rank, std::size_t index) { return static_cast<double>((rank * 7 + index) % 5); }
+
+template <typename T>
+void fill(std::vector<std::byte>& buffer, int rank) {
+  auto* values = reinterpret_cast<T*>(buffer.data());
+  for (std::size_t i = 0; i < buffer.size() / sizeof(T); ++i) values[i] = static_cast<T>(input_value(rank, i));
+}
+
+template <typename T>
+double expected_value(const std::string& coll, Op op, int ranks, int root, std::size_t i) {
+  if (coll == "bcast") return input_value(root, i);
+  T acc = static_cast<T>(input_value(0, i));
+  for (int r = 1; r < ranks; ++r) {
+    const T v = static_cast<T>(input_value(r, i));
+    switch (op) {
+      case Op::sum: acc = static_cast<T>(acc + v); break;
+      case Op::prod: acc = static_cast<T>(acc * v); break;
+      case Op::min: acc = std::min(acc, v); break;
+      case Op::max: acc = std::max(acc, v); break;
+    }
+  }
+  return static_cast<double>(acc);
+}
+
+template <typename T>
+int count_mismatches(const std::vector<std::byte>& result, const std::string& coll, Op op,
+                     int ranks, int root) {
+  const auto* values = reinterpret_cast<const T*>(result.data());
+  int bad = 0;
+  for (std::size_t i = 0; i < result.size() / sizeof(T); ++i) {
+    if (static_cast<double>(values[i]) != expected_value<T>(coll, op, ranks, root, i)) ++bad;
+  }
+  return bad;
+}
+
+template <typename Fn>
+auto by_dtype(Dtype dtype, Fn&& fn) {
+  switch (dtype) {
+    case Dtype::i8: return fn(std::int8_t{});
+    case Dtype::i16: return fn(std::int16_t{});
+    case Dtype::i32: return fn(std::int32_t{});
+    case Dtype::i64: return fn(std::int64_t{});
+    case Dtype::u8: return fn(std::uint8_t{});
+    case Dtype::u16: return fn(std::uint16_t{});
+    case Dtype::u32: return fn(std::uint32_t{});
+    case Dtype::u64: return fn(std::uint64_t{});
+    case Dtype::f32: return fn(float{});
+    case Dtype::f64: return fn(double{});
+  }
+  return fn(float{});
+}
+
+void call_collective(shmcoll::Team& team, const std::string& coll, const Config& config,
+                     std::vector<std::byte>& send, std::vector<std::byte>& recv,
+                     std::int64_t count) {
+  if (coll == "allreduce") team.allreduce(send.data(), recv.data(), count, config.dtype, config.op);
+  else if (coll == "reduce") team.reduce(send.data(), recv.data(), count, config.dtype, config.op, 0);
+  else if (coll == "bcast") team.bcast(recv.data(), count, config.dtype, 0);
+  else team.barrier();
+}
+
+struct Row {
+  std::size_t bytes;
+  std::vector<double> samples;  // seconds per call, slowest rank
+};
+
+void bench_rank(shmcoll::Team& team, const Config& config, const std::string& coll,
+                SharedResults& shared, std::vector<Row>& rows) {
+  const std::size_t element = shmcoll::dtype_size(config.dtype);
+  const bool is_barrier = coll == "barrier";
+  const std::vector<std::size_t> sizes = is_barrier ? std::vector<std::size_t>{0} : config.sizes;
+  for (std::size_t bytes : sizes) {
+    const auto count = static_cast<std::int64_t>(bytes / element);
+    std::vector<std::byte> send(static_cast<std::size_t>(count) * element), recv(send.size());
+    by_dtype(config.dtype, [&](auto type) { fill<decltype(type)>(send, team.rank()); });
+    recv = send;  // touched before timing, like the send buffer
+
+    // Warm up and size the batch on rank 0, then agree on it.
+    double start = now_seconds();
+    for (int i = 0; i < 5; ++i) call_collective(team, coll, config, send, recv, count);
+    std::int64_t batch = std::clamp<std::int64_t>(
+        static_cast<std::int64_t>(200e-6 / std::max(1e-9, (now_seconds() - start) / 5)), 1, 10000);
+    team.bcast(&batch, 1, Dtype::i64, 0);
+
+    Row row{bytes, {}};
+    for (int sample = 0; sample < config.iters; ++sample) {
+      team.barrier();
+      start = now_seconds();
+      for (std::int64_t i = 0; i < batch; ++i) call_collective(team, coll, config, send, recv, count);
+      shared.seconds_per_call[team.rank()] = (now_seconds() - start) / static_cast<double>(batch);
+      team.barrier();
+      if (team.rank() == 0) {
+        row.samples.push_back(*std::max_element(shared.seconds_per_call,
+                                                shared.seconds_per_call + team.size()));
+      }
+    }
+    if (config.check && !is_barrier) {
+      by_dtype(config.dtype, [&](auto type) { fill<decltype(type)>(send, team.rank()); });
+      if (coll == "bcast" && team.rank() != 0) std::fill(recv.begin(), recv.end(), std::byte{0x5a});
+      if (coll == "bcast" && team.rank() == 0) recv = send;
+      call_collective(team, coll, config, send, recv, count);
+      if (coll != "reduce" || team.rank() == 0) {
+        const int bad = by_dtype(config.dtype, [&](auto type) {
+          return count_mismatches<decltype(type)>(recv, coll, config.op, team.size(), 0);
+        });
+        if (bad > 0) {
+          __atomic_add_fetch(&shared.mismatches, bad, __ATOMIC_RELAXED);
+          std::fprintf(stderr, "shmcoll-bench: %s %zu bytes: rank %d has %d wrong elements\n",
+                       coll.c_str(), bytes, team.rank(), bad);
+        }
+      }
+    }
+    if (team.rank() == 0) rows.push_back(std::move(row));
+  }
+}
+
+double median_of(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+void print_table(const std::string& coll, const Config& config, const std::vector<Row>& rows,
+                 const bench::References& refs) {
+  std::printf("\n# shmcoll %s, %d ranks, %s %s, median of %d samples (each the slowest rank)\n",
+              coll.c_str(), config.ranks, shmcoll::dtype_name(config.dtype),
+              shmcoll::op_name(config.op), config.iters);
+  std::printf("%10s %12s %10s %10s %10s %12s %14s\n", "bytes", "median_us", "min_us", "max_us",
+              "GB/s", "memcpy_us", "x_line_floor");
+  for (const Row& row : rows) {
+    const double median = median_of(row.samples);
+    const auto [low, high] = std::minmax_element(row.samples.begin(), row.samples.end());
+    std::printf("%10zu %12.3f %10.3f %10.3f %10.2f %12.3f %14.2f\n", row.bytes, median * 1e6,
+                *low * 1e6, *high * 1e6, median > 0 ? row.bytes / median / 1e9 : 0.0,
+                refs.memcpy_seconds(row.bytes) * 1e6, median / refs.line_exchange_seconds);
+  }
+}
+
+std::size_t parse_size(const std::string& text) {
+  std::size_t pos = 0;
+  std::size_t value = std::stoull(text, &pos);
+  const std::string suffix = text.substr(pos);
+  if (suffix == "K" || suffix == "k") value <<= 10;
+  else if (suffix == "M" || suffix == "m") value <<= 20;
+  else if (suffix == "G" || suffix == "g") value <<= 30;
+  else if (!suffix.empty()) throw std::invalid_argument("bad size suffix in " + text);
+  return value;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Latency of shmcoll collectives on N forked ranks, with reference lines.\n"
+               "Example: shmcoll-bench -n 2 --coll allreduce --sizes 8,1K,1M --check"};
+  Config config;
+  std::string colls = "allreduce", sizes = "8,64,1K,8K,64K,256K,1M,4M", dtype = "f32", op = "sum";
+  app.add_option("-n,--np", config.ranks, "ranks")->check(CLI::Range(1, 256));
+  app.add_option("--coll", colls, "comma list of allreduce, reduce, bcast, barrier, or all");
+  app.add_option("--sizes", sizes, "comma list of message sizes in bytes (K, M suffixes)");
+  app.add_option("--dtype", dtype, "i8..i64, u8..u64, f32, f64");
+  app.add_option("--op", op, "sum, prod, min, max");
+  app.add_option("--iters", config.iters, "samples per size")->check(CLI::Range(1, 100000));
+  app.add_flag("--check", config.check, "verify every result; exit 1 on a mismatch");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    if (colls == "all") colls = "barrier,bcast,reduce,allreduce";
+    for (const auto& name : CLI::detail::split(colls, ',')) {
+      if (name != "allreduce" && name != "reduce" && name != "bcast" && name != "barrier") {
+        throw std::invalid_argument("--coll: unknown collective " + name);
+      }
+      config.collectives.push_back(name);
+    }
+    for (const auto& size : CLI::detail::split(sizes, ',')) config.sizes.push_back(parse_size(size));
+    bool known_dtype = false, known_op = false;
+    for (int d = 0; d <= static_cast<int>(Dtype::f64); ++d) {
+      if (dtype == shmcoll::dtype_name(static_cast<Dtype>(d))) config.dtype = static_cast<Dtype>(d), known_dtype = true;
+    }
+    for (int o = 0; o <= static_cast<int>(Op::max); ++o) {
+      if (op == shmcoll::op_name(static_cast<Op>(o))) config.op = static_cast<Op>(o), known_op = true;
+    }
+    if (!known_dtype) throw std::invalid_argument("--dtype: unknown type " + dtype);
+    if (!known_op) throw std::invalid_argument("--op: unknown operation " + op);
+
+    const bench::References refs = bench::measure_references(config.sizes);
+    std::printf("# references: cache-line round trip %.3f us, two-rank line exchange %.3f us\n",
+                refs.line_round_trip_seconds * 1e6, refs.line_exchange_seconds * 1e6);
+
+    auto* shared = static_cast<SharedResults*>(mmap(nullptr, sizeof(SharedResults),
+                                                    PROT_READ | PROT_WRITE,
+                                                    MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+    for (const std::string& coll : config.collectives) {
+      std::vector<Row> rows;
+      shmcoll::Options options;
+      options.bind = shmcoll::Binding::core;
+      shmcoll::run(config.ranks, options,
+                   [&](shmcoll::Team& team) { bench_rank(team, config, coll, *shared, rows); });
+      print_table(coll, config, rows, refs);
+    }
+    if (config.check) {
+      std::printf("# check: %s\n", shared->mismatches == 0 ? "all results correct" : "MISMATCHES");
+      return shared->mismatches == 0 ? 0 : 1;
+    }
+    return 0;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "shmcoll-bench: %s\n", error.what());
+    return 2;
+  }
+}

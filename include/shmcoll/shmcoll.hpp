@@ -1,0 +1,133 @@
+// shmcoll: shared-memory collectives for the processes of one node.
+//
+// A Team is a fixed group of processes that share one POSIX shared-memory segment. Every member
+// calls the same collectives in the same order, as in MPI. Teams are made three ways:
+//   shmcoll::run(n, options, fn)      forks n-1 children and runs fn(team) on every rank;
+//   Team::attach()                    inside a program started by `shmcoll-run`;
+//   Team::join(name, rank, size)      processes that were not forked together (the MPI layer).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+namespace shmcoll {
+
+// Error codes; the C API (shmcoll.h) uses the same numbers.
+enum class Errc : int {
+  ok = 0,
+  invalid_argument = 1,  // an argument is out of range; the message names it
+  peer_failed = 2,       // a member of the team died or left; the team is unusable
+  rank_failed = 3,       // shmcoll::run: a rank exited non-zero, crashed or was killed
+  segment_mismatch = 4,  // a segment with a wrong magic, layout version or size
+  system_error = 5,      // an operating-system call failed (message has errno text)
+  timeout = 6,           // a wait exceeded its configured deadline
+};
+
+const char* errc_name(Errc code) noexcept;
+
+class Error : public std::runtime_error {
+ public:
+  Error(Errc code, const std::string& message);
+  Errc code() const noexcept { return code_; }
+
+ private:
+  Errc code_;
+};
+
+enum class Dtype : int { i8, i16, i32, i64, u8, u16, u32, u64, f32, f64 };
+enum class Op : int { sum, prod, min, max };
+
+std::size_t dtype_size(Dtype dtype);
+const char* dtype_name(Dtype dtype);
+const char* op_name(Op op);
+
+template <typename T>
+constexpr Dtype dtype_of() {
+  if constexpr (std::is_same_v<T, std::int8_t>) return Dtype::i8;
+  else if constexpr (std::is_same_v<T, std::int16_t>) return Dtype::i16;
+  else if constexpr (std::is_same_v<T, std::int32_t>) return Dtype::i32;
+  else if constexpr (std::is_same_v<T, std::int64_t>) return Dtype::i64;
+  else if constexpr (std::is_same_v<T, std::uint8_t>) return Dtype::u8;
+  else if constexpr (std::is_same_v<T, std::uint16_t>) return Dtype::u16;
+  else if constexpr (std::is_same_v<T, std::uint32_t>) return Dtype::u32;
+  else if constexpr (std::is_same_v<T, std::uint64_t>) return Dtype::u64;
+  else if constexpr (std::is_same_v<T, float>) return Dtype::f32;
+  else if constexpr (std::is_same_v<T, double>) return Dtype::f64;
+  else static_assert(sizeof(T) == 0, "no shmcoll Dtype for this type");
+}
+
+// Pass as the send buffer to take the input from the receive buffer (MPI_IN_PLACE).
+inline const void* const in_place = reinterpret_cast<const void*>(std::uintptr_t{1});
+
+enum class Binding { none, core };
+
+struct Options {
+  // Bytes of each of a rank's two data slots; rounded up to whole pages. 0: SHMCOLL_SLOT_BYTES or
+  // the built-in default (see README, Tunables).
+  std::size_t slot_bytes = 0;
+  Binding bind = Binding::none;
+};
+
+namespace detail {
+struct TeamState;
+struct TeamAccess;
+}
+
+class Team {
+ public:
+  // Inside a program started by shmcoll-run: rank, size and segment come from the environment.
+  static Team attach();
+  // Processes not forked together: rank 0 creates the segment `name`, the others open it; the name
+  // is removed as soon as all `size` members have it mapped. Get a name from unique_segment_name()
+  // on one process and hand it to the others (the MPI layer uses PMPI_Bcast).
+  static Team join(const std::string& name, int rank, int size, const Options& options = {});
+  static std::string unique_segment_name();
+
+  Team(Team&&) noexcept;
+  Team& operator=(Team&&) noexcept;
+  ~Team();
+
+  int rank() const noexcept;
+  int size() const noexcept;
+
+  void barrier();
+  void bcast(void* buffer, std::int64_t count, Dtype dtype, int root);
+  // recvbuf is significant at root only; sendbuf == in_place at root takes root's input from recvbuf.
+  void reduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype dtype, Op op, int root);
+  // sendbuf == in_place takes every rank's input from recvbuf.
+  void allreduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype dtype, Op op);
+
+  template <typename T>
+  void allreduce(std::span<const T> send, std::span<T> recv, Op op) {
+    check_spans(send.size(), recv.size());
+    allreduce(send.data(), recv.data(), static_cast<std::int64_t>(recv.size()), dtype_of<T>(), op);
+  }
+  template <typename T>
+  void allreduce_in_place(std::span<T> data, Op op) {
+    allreduce(in_place, data.data(), static_cast<std::int64_t>(data.size()), dtype_of<T>(), op);
+  }
+  template <typename T>
+  void bcast(std::span<T> data, int root) {
+    bcast(data.data(), static_cast<std::int64_t>(data.size()), dtype_of<T>(), root);
+  }
+
+ private:
+  explicit Team(std::unique_ptr<detail::TeamState> state);
+  static void check_spans(std::size_t send_size, std::size_t recv_size);
+  friend struct detail::TeamAccess;
+  std::unique_ptr<detail::TeamState> state_;
+};
+
+// Forks n-1 children and runs fn on every rank (rank 0 in the caller's process); returns when all
+// have finished. A rank that throws, exits non-zero, crashes or is killed makes run() throw
+// Error(rank_failed) naming the first such rank and its exit status or signal; the other ranks'
+// collectives fail with peer_failed instead of hanging.
+void run(int n, const Options& options, const std::function<void(Team&)>& fn);
+
+}  // namespace shmcoll

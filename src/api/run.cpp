@@ -1,0 +1,99 @@
+// shmcoll::run: the fork API.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <exception>
+#include <thread>
+#include <vector>
+
+#include "api/team_state.hpp"
+#include "shm/supervisor.hpp"
+#include "topo/binding.hpp"
+#include "util/fail.hpp"
+
+namespace shmcoll {
+
+namespace {
+
+void run_rank(shm::Segment segment, int rank, const Options& options,
+              const coll::Tunables& tunables, const std::function<void(Team&)>& fn) {
+  if (options.bind == Binding::core) topo::bind_process_to_core(rank);
+  Team team =
+      detail::TeamAccess::make(std::move(segment), static_cast<std::uint32_t>(rank), tunables);
+  fn(team);
+}
+
+[[noreturn]] void child_main(shm::Segment segment, int rank, const Options& options,
+                             const coll::Tunables& tunables, const std::function<void(Team&)>& fn) {
+  int status = 0;
+  try {
+    run_rank(std::move(segment), rank, options, tunables, fn);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "shmcoll rank %d: %s\n", rank, error.what());
+    status = 1;
+  } catch (...) {
+    std::fprintf(stderr, "shmcoll rank %d: unknown exception\n", rank);
+    status = 1;
+  }
+  std::fflush(nullptr);
+  _exit(status);  // not exit(): the parent's atexit handlers and static objects are not ours
+}
+
+}  // namespace
+
+void run(int n, const Options& options, const std::function<void(Team&)>& fn) {
+  if (n < 1) fail(Errc::invalid_argument, "run: n must be at least 1, got ", n);
+  if (!fn) fail(Errc::invalid_argument, "run: fn is empty");
+  const auto size = static_cast<std::uint32_t>(n);
+  const auto tunables = coll::Tunables::from_env(size);
+  int fd = -1;
+  shm::Segment segment =
+      shm::Segment::create_unlinked(size, detail::slot_bytes_for(options, tunables), &fd);
+  shm::Segment watch_segment = shm::Segment::from_fd(fd, size);  // outlives rank 0's team
+  ::close(fd);
+
+  shm::Supervisor supervisor(watch_segment);
+  std::fflush(nullptr);  // or children would flush the parent's buffered output again
+  for (int rank = 1; rank < n; ++rank) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      watch_segment = shm::Segment{};
+      child_main(std::move(segment), rank, options, tunables, fn);
+    }
+    if (pid < 0) {
+      const int saved = errno;
+      watch_segment.abort(static_cast<std::uint32_t>(rank));
+      supervisor.reap_all();
+      errno = saved;
+      fail_errno("run: fork of rank ", rank);
+    }
+    supervisor.watch(rank, pid);
+  }
+
+  std::vector<shm::MemberExit> exits;
+  std::exception_ptr monitor_error;
+  std::thread monitor([&] {
+    try {
+      exits = supervisor.reap_all();
+    } catch (...) {
+      monitor_error = std::current_exception();
+    }
+  });
+  std::exception_ptr rank0_error;
+  try {
+    run_rank(std::move(segment), 0, options, tunables, fn);
+  } catch (...) {
+    rank0_error = std::current_exception();
+    watch_segment.abort(0);
+  }
+  monitor.join();
+
+  if (monitor_error) std::rethrow_exception(monitor_error);
+  const int culprit = watch_segment.aborted_by();
+  const shm::MemberExit* failure = shm::Supervisor::first_failure(exits, culprit);
+  if (rank0_error && (!failure || culprit == 0)) std::rethrow_exception(rank0_error);
+  if (failure) fail(Errc::rank_failed, "run: ", failure->describe());
+}
+
+}  // namespace shmcoll

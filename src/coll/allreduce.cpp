@@ -1,0 +1,64 @@
+#include <cstring>
+
+#include "coll/chunks.hpp"
+#include "coll/collectives.hpp"
+#include "ops/reduce.hpp"
+
+namespace shmcoll::coll {
+
+namespace {
+
+// One round per chunk: publish my chunk, then reduce every rank's chunk myself. Every rank
+// evaluates the same expression in rank order, so results are bitwise equal everywhere.
+void allreduce_all_read(Context& ctx, const std::byte* send, std::byte* recv, std::size_t count,
+                        Dtype dtype, Op op) {
+  shm::Rounds& rounds = ctx.rounds;
+  const std::uint32_t me = rounds.rank();
+  const std::size_t element_bytes = dtype_size(dtype);
+  for_each_chunk(count, rounds.slot_bytes() / element_bytes, [&](std::size_t first, std::size_t n) {
+    const std::size_t offset = first * element_bytes;
+    const std::uint32_t round = rounds.begin();
+    rounds.wait_slot_free(round);
+    std::memcpy(rounds.slot(me, round), send + offset, n * element_bytes);
+    rounds.publish(round);
+    for (std::uint32_t peer = 0; peer < rounds.size(); ++peer) {
+      if (peer != me) rounds.wait_for(peer, round);
+      ctx.inputs[peer] = peer == me ? send + offset : rounds.slot(peer, round);
+    }
+    ops::reduce_kary(dtype, op, recv + offset, ctx.inputs.data(), static_cast<int>(rounds.size()),
+                     n);
+  });
+}
+
+// Per chunk: reduce-scatter into the slots (each rank reduces one slice), then every rank copies
+// all reduced slices out. Memory traffic per rank is about 3 chunk lengths instead of p.
+void allreduce_slices(Context& ctx, const std::byte* send, std::byte* recv, std::size_t count,
+                      Dtype dtype, Op op) {
+  shm::Rounds& rounds = ctx.rounds;
+  const std::size_t element_bytes = dtype_size(dtype);
+  for_each_chunk(count, rounds.slot_bytes() / element_bytes, [&](std::size_t first, std::size_t n) {
+    const std::size_t offset = first * element_bytes;
+    const std::uint32_t result_round = reduce_own_slice(ctx, send + offset, n, dtype, op);
+    for (std::uint32_t peer = 0; peer < rounds.size(); ++peer) {
+      const Slice slice = slice_of(n, rounds.size(), peer, element_bytes);
+      if (slice.count == 0) continue;
+      if (peer != rounds.rank()) rounds.wait_for(peer, result_round);
+      std::memcpy(recv + offset + slice.first * element_bytes,
+                  rounds.slot(peer, result_round) + slice.first * element_bytes,
+                  slice.count * element_bytes);
+    }
+  });
+}
+
+}  // namespace
+
+void allreduce(Context& ctx, const void* send, void* recv, std::size_t count, Dtype dtype, Op op) {
+  const auto* in = static_cast<const std::byte*>(send);
+  auto* out = static_cast<std::byte*>(recv);
+  switch (select_allreduce(ctx.tunables, count * dtype_size(dtype))) {
+    case Algorithm::allreduce_slices: return allreduce_slices(ctx, in, out, count, dtype, op);
+    default: return allreduce_all_read(ctx, in, out, count, dtype, op);
+  }
+}
+
+}  // namespace shmcoll::coll

@@ -1,0 +1,69 @@
+#include <cstring>
+
+#include "coll/chunks.hpp"
+#include "coll/collectives.hpp"
+#include "ops/reduce.hpp"
+
+namespace shmcoll::coll {
+
+namespace {
+
+// One round per chunk: everyone but the root publishes its chunk; the root reduces them all.
+void reduce_root_reads(Context& ctx, const std::byte* send, std::byte* recv, std::size_t count,
+                       Dtype dtype, Op op, std::uint32_t root) {
+  shm::Rounds& rounds = ctx.rounds;
+  const std::uint32_t me = rounds.rank();
+  const std::size_t element_bytes = dtype_size(dtype);
+  for_each_chunk(count, rounds.slot_bytes() / element_bytes, [&](std::size_t first, std::size_t n) {
+    const std::size_t offset = first * element_bytes;
+    const std::uint32_t round = rounds.begin();
+    if (me != root) {
+      rounds.wait_slot_free(round);
+      std::memcpy(rounds.slot(me, round), send + offset, n * element_bytes);
+      rounds.publish(round);
+      return;
+    }
+    rounds.publish(round);
+    for (std::uint32_t peer = 0; peer < rounds.size(); ++peer) {
+      if (peer != me) rounds.wait_for(peer, round);
+      ctx.inputs[peer] = peer == me ? send + offset : rounds.slot(peer, round);
+    }
+    ops::reduce_kary(dtype, op, recv + offset, ctx.inputs.data(), static_cast<int>(rounds.size()),
+                     n);
+  });
+}
+
+// Per chunk: every rank reduces one slice (the reduce work is shared), the root copies them out.
+void reduce_slices(Context& ctx, const std::byte* send, std::byte* recv, std::size_t count,
+                   Dtype dtype, Op op, std::uint32_t root) {
+  shm::Rounds& rounds = ctx.rounds;
+  const std::size_t element_bytes = dtype_size(dtype);
+  for_each_chunk(count, rounds.slot_bytes() / element_bytes, [&](std::size_t first, std::size_t n) {
+    const std::size_t offset = first * element_bytes;
+    const std::uint32_t result_round = reduce_own_slice(ctx, send + offset, n, dtype, op);
+    if (rounds.rank() != root) return;
+    for (std::uint32_t peer = 0; peer < rounds.size(); ++peer) {
+      const Slice slice = slice_of(n, rounds.size(), peer, element_bytes);
+      if (slice.count == 0) continue;
+      if (peer != root) rounds.wait_for(peer, result_round);
+      std::memcpy(recv + offset + slice.first * element_bytes,
+                  rounds.slot(peer, result_round) + slice.first * element_bytes,
+                  slice.count * element_bytes);
+    }
+  });
+}
+
+}  // namespace
+
+void reduce(Context& ctx, const void* send, void* recv, std::size_t count, Dtype dtype, Op op,
+            int root) {
+  const auto* in = static_cast<const std::byte*>(send);
+  auto* out = static_cast<std::byte*>(recv);
+  const auto root_rank = static_cast<std::uint32_t>(root);
+  switch (select_reduce(ctx.tunables, count * dtype_size(dtype))) {
+    case Algorithm::reduce_slices: return reduce_slices(ctx, in, out, count, dtype, op, root_rank);
+    default: return reduce_root_reads(ctx, in, out, count, dtype, op, root_rank);
+  }
+}
+
+}  // namespace shmcoll::coll

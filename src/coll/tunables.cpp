@@ -1,0 +1,99 @@
+#include "coll/tunables.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "util/fail.hpp"
+
+namespace shmcoll::coll {
+
+namespace {
+
+// Defaults and the measurement behind each (2-core AMD EPYC VM, see README, Benchmarks).
+constexpr TunableInfo kTunables[] = {
+    {"SHMCOLL_SLOT_BYTES", "262144",
+     "bytes of each of a rank's two data slots (= pipeline chunk); memory is 2 * size * slot"},
+    {"SHMCOLL_ALLREDUCE_SMALL_MAX", "16384",
+     "largest allreduce (bytes) where every rank reduces all slots itself"},
+    {"SHMCOLL_REDUCE_SMALL_MAX", "16384",
+     "largest reduce (bytes) where the root reduces all slots itself"},
+    {"SHMCOLL_SPIN_NS", "50000, or 2000 when ranks outnumber cores",
+     "busy-wait before sleeping on a futex"},
+    {"SHMCOLL_TIMEOUT_MS", "0 (off)", "a wait longer than this fails with timeout"},
+    {"SHMCOLL_ALLREDUCE_ALGORITHM", "auto", "force allreduce_all_read or allreduce_slices"},
+    {"SHMCOLL_REDUCE_ALGORITHM", "auto", "force reduce_root_reads or reduce_slices"},
+};
+
+long long env_number(const char* name, long long fallback) {
+  const char* text = std::getenv(name);
+  if (!text || !*text) return fallback;
+  char* end = nullptr;
+  long long value = std::strtoll(text, &end, 10);
+  switch (*end) {  // size suffixes, as in 256K or 1M
+    case 'K': case 'k': value <<= 10; ++end; break;
+    case 'M': case 'm': value <<= 20; ++end; break;
+    case 'G': case 'g': value <<= 30; ++end; break;
+    default: break;
+  }
+  if (end == text || *end != '\0' || value < 0) {
+    fail(Errc::invalid_argument, "environment variable ", name, "=\"", text,
+         "\" is not a non-negative number (K, M, G suffixes allowed)");
+  }
+  return value;
+}
+
+int env_algorithm(const char* name, Algorithm first, Algorithm second) {
+  const char* text = std::getenv(name);
+  if (!text || !*text || std::string(text) == "auto") return -1;
+  for (Algorithm candidate : {first, second}) {
+    if (std::string(text) == algorithm_name(candidate)) return static_cast<int>(candidate);
+  }
+  fail(Errc::invalid_argument, "environment variable ", name, "=\"", text, "\" must be auto, ",
+       algorithm_name(first), " or ", algorithm_name(second));
+}
+
+}  // namespace
+
+const char* algorithm_name(Algorithm algorithm) {
+  switch (algorithm) {
+    case Algorithm::barrier_flat: return "barrier_flat";
+    case Algorithm::bcast_pipelined: return "bcast_pipelined";
+    case Algorithm::reduce_root_reads: return "reduce_root_reads";
+    case Algorithm::reduce_slices: return "reduce_slices";
+    case Algorithm::allreduce_all_read: return "allreduce_all_read";
+    case Algorithm::allreduce_slices: return "allreduce_slices";
+  }
+  return "?";
+}
+
+Tunables Tunables::from_env(std::uint32_t team_size) {
+  const bool oversubscribed = team_size > static_cast<std::uint32_t>(sysconf(_SC_NPROCESSORS_ONLN));
+  Tunables t;
+  t.slot_bytes = static_cast<std::size_t>(env_number("SHMCOLL_SLOT_BYTES", 256 << 10));
+  t.allreduce_small_max = static_cast<std::size_t>(env_number("SHMCOLL_ALLREDUCE_SMALL_MAX", 16 << 10));
+  t.reduce_small_max = static_cast<std::size_t>(env_number("SHMCOLL_REDUCE_SMALL_MAX", 16 << 10));
+  t.spin_ns = static_cast<long>(env_number("SHMCOLL_SPIN_NS", oversubscribed ? 2'000 : 50'000));
+  t.timeout_ms = static_cast<long>(env_number("SHMCOLL_TIMEOUT_MS", 0));
+  t.forced_allreduce = env_algorithm("SHMCOLL_ALLREDUCE_ALGORITHM", Algorithm::allreduce_all_read,
+                                     Algorithm::allreduce_slices);
+  t.forced_reduce = env_algorithm("SHMCOLL_REDUCE_ALGORITHM", Algorithm::reduce_root_reads,
+                                  Algorithm::reduce_slices);
+  return t;
+}
+
+Algorithm select_reduce(const Tunables& tunables, std::size_t bytes) {
+  if (tunables.forced_reduce >= 0) return static_cast<Algorithm>(tunables.forced_reduce);
+  return bytes <= tunables.reduce_small_max ? Algorithm::reduce_root_reads : Algorithm::reduce_slices;
+}
+
+Algorithm select_allreduce(const Tunables& tunables, std::size_t bytes) {
+  if (tunables.forced_allreduce >= 0) return static_cast<Algorithm>(tunables.forced_allreduce);
+  return bytes <= tunables.allreduce_small_max ? Algorithm::allreduce_all_read
+                                               : Algorithm::allreduce_slices;
+}
+
+std::span<const TunableInfo> tunable_table() { return kTunables; }
+
+}  // namespace shmcoll::coll

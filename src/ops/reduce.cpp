@@ -1,0 +1,90 @@
+#include "ops/reduce.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "util/fail.hpp"
+
+namespace shmcoll::ops {
+
+namespace {
+
+// Integer arithmetic in an unsigned type at least as wide as unsigned int, so overflow wraps
+// instead of being undefined (and u16 * u16 cannot overflow a promoted int).
+template <typename T>
+using WrapType = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+
+template <typename T>
+struct Sum {
+  T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) return static_cast<T>(WrapType<T>(a) + WrapType<T>(b));
+    else return a + b;
+  }
+};
+template <typename T>
+struct Prod {
+  T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) return static_cast<T>(WrapType<T>(a) * WrapType<T>(b));
+    else return a * b;
+  }
+};
+template <typename T>
+struct Min {
+  T operator()(T a, T b) const { return b < a ? b : a; }
+};
+template <typename T>
+struct Max {
+  T operator()(T a, T b) const { return a < b ? b : a; }
+};
+
+// Blocked so the running result stays in L1 while the k inputs stream past it once each.
+template <typename T, typename Combine>
+void reduce_blocks(T* out, const void* const* inputs, int input_count, std::size_t count) {
+  constexpr std::size_t kBlock = 2048 / sizeof(T);
+  alignas(64) T acc[kBlock];
+  const Combine combine;
+  for (std::size_t base = 0; base < count; base += kBlock) {
+    const std::size_t n = std::min(kBlock, count - base);
+    const T* first = static_cast<const T*>(inputs[0]) + base;
+    std::copy(first, first + n, acc);
+    for (int k = 1; k < input_count; ++k) {
+      const T* in = static_cast<const T*>(inputs[k]) + base;
+      for (std::size_t i = 0; i < n; ++i) acc[i] = combine(acc[i], in[i]);
+    }
+    std::copy(acc, acc + n, out + base);
+  }
+}
+
+template <typename T>
+void reduce_typed(Op op, void* out, const void* const* inputs, int input_count, std::size_t count) {
+  T* typed_out = static_cast<T*>(out);
+  switch (op) {
+    case Op::sum: return reduce_blocks<T, Sum<T>>(typed_out, inputs, input_count, count);
+    case Op::prod: return reduce_blocks<T, Prod<T>>(typed_out, inputs, input_count, count);
+    case Op::min: return reduce_blocks<T, Min<T>>(typed_out, inputs, input_count, count);
+    case Op::max: return reduce_blocks<T, Max<T>>(typed_out, inputs, input_count, count);
+  }
+  fail(Errc::invalid_argument, "op ", static_cast<int>(op), " is not a shmcoll::Op");
+}
+
+}  // namespace
+
+void reduce_kary(Dtype dtype, Op op, void* out, const void* const* inputs, int input_count,
+                 std::size_t count) {
+  switch (dtype) {
+    case Dtype::i8: return reduce_typed<std::int8_t>(op, out, inputs, input_count, count);
+    case Dtype::i16: return reduce_typed<std::int16_t>(op, out, inputs, input_count, count);
+    case Dtype::i32: return reduce_typed<std::int32_t>(op, out, inputs, input_count, count);
+    case Dtype::i64: return reduce_typed<std::int64_t>(op, out, inputs, input_count, count);
+    case Dtype::u8: return reduce_typed<std::uint8_t>(op, out, inputs, input_count, count);
+    case Dtype::u16: return reduce_typed<std::uint16_t>(op, out, inputs, input_count, count);
+    case Dtype::u32: return reduce_typed<std::uint32_t>(op, out, inputs, input_count, count);
+    case Dtype::u64: return reduce_typed<std::uint64_t>(op, out, inputs, input_count, count);
+    case Dtype::f32: return reduce_typed<float>(op, out, inputs, input_count, count);
+    case Dtype::f64: return reduce_typed<double>(op, out, inputs, input_count, count);
+  }
+  fail(Errc::invalid_argument, "dtype ", static_cast<int>(dtype), " is not a shmcoll::Dtype");
+}
+
+}  // namespace shmcoll::ops

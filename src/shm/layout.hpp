@@ -1,0 +1,76 @@
+// The segment layout, computed in one place (SegmentLayout::compute) and nowhere else.
+//
+//   offset 0               SegmentHeader     one page. Fixed fields (magic, layout version, team
+//                                             size, slot bytes, total bytes) written once by the
+//                                             creator before `initialized`; then, each on its own
+//                                             128-byte line pair: the abort word, the sleeper
+//                                             count and the attach count.
+//   control_offset         RankControl[n]    one 128-byte line pair per rank, written only by that
+//                                             rank: its round number (a futex word) and its pid.
+//   data_offset            slots             per rank two page-aligned slots of slot_bytes, used by
+//                                             round parity; written only by their owner.
+//
+// Rounds: every collective is a fixed sequence of rounds, the same on every rank. Rank r publishes
+// round k (control[r].round = k) when its slot k%2 holds its data for round k AND it has finished
+// reading every slot of rounds < k. So a rank about to write its slot for round k waits until every
+// rank has published k-1: nobody can still be reading round k-2 from that slot. Round numbers only
+// grow and are compared in serial-number order, so they may wrap.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace shmcoll::shm {
+
+inline constexpr std::size_t kLinePair = 128;  // adjacent-line prefetch makes 64 B lines act as 128
+inline constexpr std::size_t kPageBytes = 4096;
+inline constexpr std::uint64_t kMagic = 0x4c4f43434d4853ull;  // "SHMCCOL"
+inline constexpr std::uint32_t kLayoutVersion = 1;
+
+// What a member checks before trusting a segment; written once by the creator.
+struct SegmentIdentity {
+  std::uint64_t magic;
+  std::uint32_t layout_version;
+  std::uint32_t team_size;
+  std::uint64_t slot_bytes;
+  std::uint64_t total_bytes;
+};
+
+struct SegmentHeader {
+  SegmentIdentity identity;
+  std::atomic<std::uint32_t> initialized;  // creator sets 1 (release) after `identity`
+  // 0 while the team is healthy; otherwise 1 + the rank whose failure ended it.
+  alignas(kLinePair) std::atomic<std::uint32_t> abort_word;
+  // Waiters currently asleep on a futex; publishers only issue FUTEX_WAKE when it is non-zero.
+  alignas(kLinePair) std::atomic<std::uint32_t> sleepers;
+  // Members that have mapped the segment (join mode unlinks the name when it reaches team_size).
+  alignas(kLinePair) std::atomic<std::uint32_t> attached;
+};
+static_assert(sizeof(SegmentHeader) <= kPageBytes);
+
+struct alignas(kLinePair) RankControl {
+  std::atomic<std::uint32_t> round;
+  std::atomic<std::int32_t> pid;
+};
+static_assert(sizeof(RankControl) == kLinePair);
+
+inline bool round_reached(std::uint32_t value, std::uint32_t target) {
+  return static_cast<std::int32_t>(value - target) >= 0;
+}
+
+struct SegmentLayout {
+  std::uint32_t team_size = 0;
+  std::size_t slot_bytes = 0;
+  std::size_t control_offset = 0;
+  std::size_t data_offset = 0;
+  std::size_t total_bytes = 0;
+
+  // slot_bytes is rounded up to whole pages (at least one).
+  static SegmentLayout compute(std::uint32_t team_size, std::size_t slot_bytes);
+  std::size_t slot_offset(std::uint32_t rank, std::uint32_t parity) const {
+    return data_offset + (std::size_t{rank} * 2 + parity) * slot_bytes;
+  }
+};
+
+}  // namespace shmcoll::shm

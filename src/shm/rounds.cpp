@@ -1,0 +1,92 @@
+#include "shm/rounds.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+
+#include "shm/futex.hpp"
+#include "util/fail.hpp"
+
+namespace shmcoll::shm {
+
+namespace {
+
+long long now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+Rounds::Rounds(Segment segment, std::uint32_t rank, WaitPolicy policy)
+    : segment_(std::move(segment)),
+      rank_(rank),
+      size_(segment_.layout().team_size),
+      policy_(policy) {}
+
+void Rounds::join_team() {
+  segment_.control(rank_).pid.store(static_cast<std::int32_t>(getpid()), std::memory_order_release);
+  segment_.prefault_own_pages(rank_);
+  const std::uint32_t round = begin();
+  publish(round);
+  wait_for_all(round);
+  peers_.open_all(segment_, rank_);
+}
+
+void Rounds::publish(std::uint32_t round) {
+  auto& word = segment_.control(rank_).round;
+  // seq_cst store + seq_cst load of `sleepers` pairs with the sleeper's increment-then-recheck, so
+  // either the sleeper sees the new round or we see the sleeper and wake it.
+  word.store(round, std::memory_order_seq_cst);
+  if (segment_.header().sleepers.load(std::memory_order_seq_cst) != 0) futex_wake_all(word);
+}
+
+void Rounds::fail_aborted(std::uint32_t peer) const {
+  const int culprit = segment_.aborted_by();
+  if (culprit >= static_cast<int>(size_)) {
+    fail(Errc::peer_failed, "rank ", rank_, ": the launcher stopped the team (was waiting for rank ",
+         peer, ")");
+  }
+  fail(Errc::peer_failed, "rank ", rank_, ": team aborted because rank ", culprit, " (pid ",
+       segment_.control(static_cast<std::uint32_t>(culprit)).pid.load(),
+       ") failed (was waiting for rank ", peer, ")");
+}
+
+void Rounds::wait_slow(std::uint32_t peer, std::uint32_t round) {
+  auto& word = segment_.control(peer).round;
+  auto& header = segment_.header();
+  auto reached = [&] { return round_reached(word.load(std::memory_order_acquire), round); };
+
+  const long long start = now_ns();
+  for (unsigned spins = 1;; ++spins) {
+    if (reached()) return;
+    if (header.abort_word.load(std::memory_order_relaxed) != 0) fail_aborted(peer);
+    cpu_relax();
+    if (spins % 256 == 0 && now_ns() - start >= policy_.spin_ns) break;
+  }
+
+  for (;;) {
+    header.sleepers.fetch_add(1, std::memory_order_seq_cst);
+    const std::uint32_t seen = word.load(std::memory_order_seq_cst);
+    if (!round_reached(seen, round) && header.abort_word.load() == 0) {
+      futex_wait(word, seen, policy_.sleep_slice_ns);
+    }
+    header.sleepers.fetch_sub(1, std::memory_order_seq_cst);
+    if (reached()) return;
+    if (header.abort_word.load(std::memory_order_acquire) != 0) fail_aborted(peer);
+    if (peers_.has_exited(segment_, peer)) {
+      if (reached()) return;  // it published before leaving
+      segment_.abort(peer);
+      fail(Errc::peer_failed, "rank ", rank_, ": rank ", peer, " (pid ",
+           segment_.control(peer).pid.load(), ") exited while this rank waited for its round ",
+           round);
+    }
+    if (policy_.timeout_ms > 0 && now_ns() - start > policy_.timeout_ms * 1'000'000LL) {
+      fail(Errc::timeout, "rank ", rank_, ": waited more than ", policy_.timeout_ms,
+           " ms for rank ", peer, " to reach round ", round);
+    }
+  }
+}
+
+}  // namespace shmcoll::shm

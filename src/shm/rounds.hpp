@@ -1,0 +1,65 @@
+// Rounds over the segment (see layout.hpp for the rule). This is the only place that waits:
+// every wait spins briefly with a pause instruction, then sleeps on the awaited futex word, and
+// fails with peer_failed when the team is aborted or the awaited member has exited.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "shm/peer_watch.hpp"
+#include "shm/segment.hpp"
+
+namespace shmcoll::shm {
+
+struct WaitPolicy {
+  long spin_ns = 50'000;          // busy-wait this long before sleeping on the futex
+  long sleep_slice_ns = 10'000'000;  // longest single futex sleep: liveness is checked this often
+  long timeout_ms = 0;            // 0: wait forever (peers are still watched)
+};
+
+class Rounds {
+ public:
+  Rounds(Segment segment, std::uint32_t rank, WaitPolicy policy);
+
+  std::uint32_t rank() const { return rank_; }
+  std::uint32_t size() const { return size_; }
+  std::size_t slot_bytes() const { return segment_.layout().slot_bytes; }
+  const Segment& segment() const { return segment_; }
+
+  // The next round number; every rank calls it the same number of times.
+  std::uint32_t begin() { return ++round_; }
+  std::byte* slot(std::uint32_t rank, std::uint32_t round) const {
+    return segment_.slot(rank, round & 1);
+  }
+  // Before writing my slot for `round`: wait until nobody can still read round-2 from it.
+  void wait_slot_free(std::uint32_t round) { wait_for_all(round - 1); }
+  void publish(std::uint32_t round);
+  void wait_for(std::uint32_t peer, std::uint32_t round) {
+    if (!round_reached(segment_.control(peer).round.load(std::memory_order_acquire), round)) {
+      wait_slow(peer, round);
+    }
+  }
+  void wait_for_all(std::uint32_t round) {
+    for (std::uint32_t peer = 0; peer < size_; ++peer) {
+      if (peer != rank_) wait_for(peer, round);
+    }
+  }
+
+  // Joins the team: records my pid, touches my pages, waits for everyone, starts watching peers.
+  void join_team();
+  // Ends the team for everybody, naming `failed_rank` as the cause.
+  void abort_team(std::uint32_t failed_rank) const { segment_.abort(failed_rank); }
+
+ private:
+  [[noreturn]] void fail_aborted(std::uint32_t peer) const;
+  void wait_slow(std::uint32_t peer, std::uint32_t round);
+
+  Segment segment_;
+  PeerWatch peers_;
+  std::uint32_t rank_;
+  std::uint32_t size_;
+  std::uint32_t round_ = 0;
+  WaitPolicy policy_;
+};
+
+}  // namespace shmcoll::shm

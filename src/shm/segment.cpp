@@ -1,0 +1,221 @@
+#include "shm/segment.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "shm/futex.hpp"
+#include "util/fail.hpp"
+
+namespace shmcoll::shm {
+
+SegmentLayout SegmentLayout::compute(std::uint32_t team_size, std::size_t slot_bytes) {
+  auto round_up = [](std::size_t bytes, std::size_t to) { return (bytes + to - 1) / to * to; };
+  SegmentLayout layout;
+  layout.team_size = team_size;
+  layout.slot_bytes = round_up(slot_bytes == 0 ? kPageBytes : slot_bytes, kPageBytes);
+  layout.control_offset = kPageBytes;
+  layout.data_offset = round_up(layout.control_offset + team_size * sizeof(RankControl), kPageBytes);
+  layout.total_bytes = layout.data_offset + std::size_t{team_size} * 2 * layout.slot_bytes;
+  return layout;
+}
+
+namespace {
+
+void close_quietly(int fd) {
+  if (fd >= 0) ::close(fd);
+}
+
+}  // namespace
+
+std::string Segment::unique_name() {
+  unsigned char random[16];
+  if (getrandom(random, sizeof random, 0) != sizeof random) fail_errno("getrandom");
+  std::string name = "/shmcoll-";
+  static const char* hex = "0123456789abcdef";
+  for (unsigned char byte : random) {
+    name += hex[byte >> 4];
+    name += hex[byte & 15];
+  }
+  return name;
+}
+
+void Segment::unlink_name(const std::string& name) {
+  if (shm_unlink(name.c_str()) != 0 && errno != ENOENT) fail_errno("shm_unlink(", name, ")");
+}
+
+void Segment::initialize(int fd, const SegmentLayout& layout) {
+  if (ftruncate(fd, static_cast<off_t>(layout.total_bytes)) != 0) {
+    fail_errno("ftruncate of the shared segment to ", layout.total_bytes, " bytes");
+  }
+  void* page = mmap(nullptr, kPageBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (page == MAP_FAILED) fail_errno("mmap of the segment header");
+  auto* header = new (page) SegmentHeader{};
+  header->identity = {kMagic, kLayoutVersion, layout.team_size, layout.slot_bytes,
+                      layout.total_bytes};
+  header->initialized.store(1, std::memory_order_release);
+  munmap(page, kPageBytes);
+}
+
+Segment Segment::create_named(const std::string& name, std::uint32_t team_size,
+                              std::size_t slot_bytes) {
+  if (team_size == 0) fail(Errc::invalid_argument, "team size must be at least 1");
+  const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) fail_errno("shm_open(", name, ", O_CREAT|O_EXCL)");
+  try {
+    initialize(fd, SegmentLayout::compute(team_size, slot_bytes));
+    Segment segment = map_fd(fd, team_size);
+    close_quietly(fd);
+    return segment;
+  } catch (...) {
+    close_quietly(fd);
+    shm_unlink(name.c_str());
+    throw;
+  }
+}
+
+Segment Segment::create_unlinked(std::uint32_t team_size, std::size_t slot_bytes, int* fd_out) {
+  const std::string name = unique_name();
+  const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) fail_errno("shm_open(", name, ", O_CREAT|O_EXCL)");
+  shm_unlink(name.c_str());  // from here on no name exists, whatever happens to us
+  try {
+    if (team_size == 0) fail(Errc::invalid_argument, "team size must be at least 1");
+    initialize(fd, SegmentLayout::compute(team_size, slot_bytes));
+    Segment segment = map_fd(fd, team_size);
+    if (fd_out) {
+      *fd_out = fd;
+    } else {
+      close_quietly(fd);
+    }
+    return segment;
+  } catch (...) {
+    close_quietly(fd);
+    throw;
+  }
+}
+
+Segment Segment::open_named(const std::string& name, std::uint32_t expected_team_size,
+                            int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  auto pause_or_fail = [&](const char* what) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      fail(Errc::timeout, "segment ", name, " ", what, " within ", timeout_ms, " ms");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  };
+  int fd;
+  while ((fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0)) < 0) {
+    if (errno != ENOENT) fail_errno("shm_open(", name, ")");
+    pause_or_fail("did not appear");
+  }
+  try {
+    // The creator truncates, then fills the header and sets `initialized` last.
+    for (;;) {
+      struct stat info{};
+      if (fstat(fd, &info) != 0) fail_errno("fstat of segment ", name);
+      if (static_cast<std::size_t>(info.st_size) >= kPageBytes) {
+        void* page = mmap(nullptr, kPageBytes, PROT_READ, MAP_SHARED, fd, 0);
+        if (page == MAP_FAILED) fail_errno("mmap of segment header ", name);
+        const bool ready = static_cast<SegmentHeader*>(page)->initialized.load(
+                               std::memory_order_acquire) != 0;
+        munmap(page, kPageBytes);
+        if (ready) break;
+      }
+      pause_or_fail("was not initialized");
+    }
+    Segment segment = map_fd(fd, expected_team_size);
+    close_quietly(fd);
+    return segment;
+  } catch (...) {
+    close_quietly(fd);
+    throw;
+  }
+}
+
+Segment Segment::from_fd(int fd, std::uint32_t expected_team_size) {
+  return map_fd(fd, expected_team_size);
+}
+
+Segment Segment::map_fd(int fd, std::uint32_t expected_team_size) {
+  struct stat info{};
+  if (fstat(fd, &info) != 0) fail_errno("fstat of the shared segment");
+  const auto file_bytes = static_cast<std::size_t>(info.st_size);
+  if (file_bytes < kPageBytes) {
+    fail(Errc::segment_mismatch, "shared segment is ", file_bytes, " bytes, too small for a header");
+  }
+  void* header_page = mmap(nullptr, kPageBytes, PROT_READ, MAP_SHARED, fd, 0);
+  if (header_page == MAP_FAILED) fail_errno("mmap of the segment header");
+  const SegmentIdentity h = static_cast<const SegmentHeader*>(header_page)->identity;
+  munmap(header_page, kPageBytes);
+  if (h.magic != kMagic) {
+    fail(Errc::segment_mismatch, "shared segment has magic 0x", std::hex, h.magic, ", expected 0x",
+         kMagic, ": not a shmcoll segment");
+  }
+  if (h.layout_version != kLayoutVersion) {
+    fail(Errc::segment_mismatch, "shared segment has layout version ", h.layout_version,
+         ", this library uses ", kLayoutVersion);
+  }
+  if (h.team_size != expected_team_size) {
+    fail(Errc::segment_mismatch, "shared segment is for a team of ", h.team_size,
+         ", this process expects ", expected_team_size);
+  }
+  const SegmentLayout layout = SegmentLayout::compute(h.team_size, h.slot_bytes);
+  if (layout.slot_bytes != h.slot_bytes || layout.total_bytes != h.total_bytes ||
+      file_bytes != layout.total_bytes) {
+    fail(Errc::segment_mismatch, "shared segment size ", file_bytes, " (header says ",
+         h.total_bytes, ") does not match the layout for ", h.team_size, " ranks with ",
+         h.slot_bytes, "-byte slots (", layout.total_bytes, " bytes)");
+  }
+  void* base = mmap(nullptr, layout.total_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED) fail_errno("mmap of ", layout.total_bytes, " bytes of shared segment");
+  Segment segment;
+  segment.base_ = static_cast<std::byte*>(base);
+  segment.layout_ = layout;
+  return segment;
+}
+
+Segment::Segment(Segment&& other) noexcept : base_(other.base_), layout_(other.layout_) {
+  other.base_ = nullptr;
+}
+
+Segment& Segment::operator=(Segment&& other) noexcept {
+  if (this != &other) {
+    if (base_) munmap(base_, layout_.total_bytes);
+    base_ = other.base_;
+    layout_ = other.layout_;
+    other.base_ = nullptr;
+  }
+  return *this;
+}
+
+Segment::~Segment() {
+  if (base_) munmap(base_, layout_.total_bytes);
+}
+
+void Segment::prefault_own_pages(std::uint32_t rank) const {
+  for (std::uint32_t parity = 0; parity < 2; ++parity) {
+    std::memset(slot(rank, parity), 0, layout_.slot_bytes);
+  }
+}
+
+void Segment::abort(std::uint32_t failed_rank) const {
+  std::uint32_t healthy = 0;
+  header().abort_word.compare_exchange_strong(healthy, failed_rank + 1, std::memory_order_seq_cst);
+  // Sleepers wait on round words; wake them all so they look at the abort word.
+  for (std::uint32_t rank = 0; rank < layout_.team_size; ++rank) {
+    futex_wake_all(control(rank).round);
+  }
+}
+
+int Segment::aborted_by() const {
+  return static_cast<int>(header().abort_word.load(std::memory_order_acquire)) - 1;
+}
+
+}  // namespace shmcoll::shm

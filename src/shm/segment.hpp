@@ -1,0 +1,63 @@
+// One team's shared segment: creation, mapping, validation, and the abort word.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "shm/layout.hpp"
+
+namespace shmcoll::shm {
+
+class Segment {
+ public:
+  // A new anonymous-to-the-world segment: created under an unguessable name with O_EXCL and mode
+  // 0600, and unlinked before returning. `fd_out`, when given, receives a descriptor (for children
+  // that exec); otherwise the descriptor is closed.
+  static Segment create_unlinked(std::uint32_t team_size, std::size_t slot_bytes,
+                                 int* fd_out = nullptr);
+  // A new segment under `name` that other processes open with open_named(); unlink_name() removes it.
+  static Segment create_named(const std::string& name, std::uint32_t team_size,
+                              std::size_t slot_bytes);
+  // Opens a segment another process created, waiting up to `timeout_ms` for it to appear.
+  static Segment open_named(const std::string& name, std::uint32_t expected_team_size,
+                            int timeout_ms);
+  // Maps an inherited descriptor (shmcoll-run children).
+  static Segment from_fd(int fd, std::uint32_t expected_team_size);
+  static std::string unique_name();
+  static void unlink_name(const std::string& name);
+
+  Segment() = default;
+  Segment(Segment&& other) noexcept;
+  Segment& operator=(Segment&& other) noexcept;
+  Segment(const Segment&) = delete;
+  Segment& operator=(const Segment&) = delete;
+  ~Segment();
+
+  const SegmentLayout& layout() const { return layout_; }
+  SegmentHeader& header() const { return *reinterpret_cast<SegmentHeader*>(base_); }
+  RankControl& control(std::uint32_t rank) const {
+    return reinterpret_cast<RankControl*>(base_ + layout_.control_offset)[rank];
+  }
+  std::byte* slot(std::uint32_t rank, std::uint32_t parity) const {
+    return base_ + layout_.slot_offset(rank, parity);
+  }
+
+  // Writes the owner's pages once so no collective ever takes a first-touch page fault (and, under
+  // the default first-touch NUMA policy, the pages land on the owner's node).
+  void prefault_own_pages(std::uint32_t rank) const;
+
+  // Marks the team failed because of `failed_rank` (first caller wins) and wakes every sleeper.
+  // failed_rank == team size means no rank failed: the launcher stopped the team.
+  void abort(std::uint32_t failed_rank) const;
+  // -1 while healthy, otherwise the rank whose failure ended the team.
+  int aborted_by() const;
+
+ private:
+  static Segment map_fd(int fd, std::uint32_t expected_team_size);
+  static void initialize(int fd, const SegmentLayout& layout);
+  std::byte* base_ = nullptr;
+  SegmentLayout layout_;
+};
+
+}  // namespace shmcoll::shm

@@ -1,0 +1,99 @@
+#include "shm/supervisor.hpp"
+
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+
+#include "util/fail.hpp"
+
+namespace shmcoll::shm {
+
+std::string MemberExit::describe() const {
+  std::string text = "rank " + std::to_string(rank) + " (pid " + std::to_string(pid) + ") ";
+  if (signaled) {
+    const char* name = sigabbrev_np(value);
+    return text + "was killed by signal " + std::to_string(value) + " (SIG" + (name ? name : "?") +
+           ")";
+  }
+  return text + "exited with status " + std::to_string(value);
+}
+
+Supervisor::~Supervisor() {
+  for (const Member& member : members_) {
+    if (member.pidfd >= 0) ::close(member.pidfd);
+  }
+}
+
+void Supervisor::watch(int rank, pid_t pid) {
+  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd < 0) fail_errno("pidfd_open for rank ", rank, " (pid ", pid, ")");
+  members_.push_back({rank, pid, pidfd});
+}
+
+void Supervisor::signal_all(int signal) const {
+  for (const Member& member : members_) {
+    if (member.pidfd >= 0) syscall(SYS_pidfd_send_signal, member.pidfd, signal, nullptr, 0);
+  }
+}
+
+std::vector<MemberExit> Supervisor::reap_all(int interrupt_fd) {
+  using Clock = std::chrono::steady_clock;
+  std::vector<MemberExit> exits;
+  bool interrupted = false;
+  Clock::time_point kill_at{};
+  while (exits.size() < members_.size()) {
+    std::vector<pollfd> fds;
+    std::vector<Member*> owners;
+    for (Member& member : members_) {
+      if (member.pidfd < 0) continue;
+      fds.push_back({member.pidfd, POLLIN, 0});
+      owners.push_back(&member);
+    }
+    if (interrupt_fd >= 0 && !interrupted) fds.push_back({interrupt_fd, POLLIN, 0});
+    const int timeout_ms = interrupted ? 100 : -1;
+    if (poll(fds.data(), fds.size(), timeout_ms) < 0) {
+      if (errno == EINTR) continue;
+      fail_errno("poll on member processes");
+    }
+    if (interrupted && Clock::now() >= kill_at) signal_all(SIGKILL);
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+      if (!(fds[i].revents & (POLLIN | POLLHUP))) continue;
+      if (i >= owners.size()) {  // the interrupt descriptor
+        interrupted = true;
+        kill_at = Clock::now() + std::chrono::seconds(1);
+        segment_.abort(segment_.layout().team_size);  // no rank failed: the launcher stops all
+        signal_all(SIGTERM);
+        continue;
+      }
+      Member& member = *owners[i];
+      siginfo_t info{};
+      if (waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(member.pidfd), &info,
+                 WEXITED) != 0) {
+        fail_errno("waitid for rank ", member.rank);
+      }
+      MemberExit exit{member.rank, member.pid, info.si_code != CLD_EXITED, info.si_status};
+      if (exit.failed()) segment_.abort(static_cast<std::uint32_t>(member.rank));
+      exits.push_back(exit);
+      ::close(member.pidfd);
+      member.pidfd = -1;
+    }
+  }
+  return exits;
+}
+
+const MemberExit* Supervisor::first_failure(const std::vector<MemberExit>& exits, int aborted_by) {
+  const MemberExit* first = nullptr;
+  for (const MemberExit& exit : exits) {
+    if (!exit.failed()) continue;
+    if (exit.rank == aborted_by) return &exit;
+    if (!first) first = &exit;
+  }
+  return first;
+}
+
+}  // namespace shmcoll::shm

@@ -1,0 +1,53 @@
+// Watches the member processes of a team from their parent (shmcoll::run's rank 0, or the
+// shmcoll-run launcher). A member that dies or exits non-zero aborts the team at once, so every
+// survivor's wait fails instead of hanging.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "shm/segment.hpp"
+
+namespace shmcoll::shm {
+
+struct MemberExit {
+  int rank = -1;
+  pid_t pid = 0;
+  bool signaled = false;
+  int value = 0;  // exit status, or the signal number when signaled
+
+  bool failed() const { return signaled || value != 0; }
+  // The status a shell would report: the exit status, or 128 + signal.
+  int shell_status() const { return signaled ? 128 + value : value; }
+  std::string describe() const;
+};
+
+class Supervisor {
+ public:
+  explicit Supervisor(const Segment& segment) : segment_(segment) {}
+  ~Supervisor();
+  Supervisor(const Supervisor&) = delete;
+  Supervisor& operator=(const Supervisor&) = delete;
+
+  void watch(int rank, pid_t pid);
+  // Reaps every watched member, in the order they exit. When `interrupt_fd` turns readable (a
+  // signalfd for SIGINT/SIGTERM), members get SIGTERM, then SIGKILL after a grace second.
+  std::vector<MemberExit> reap_all(int interrupt_fd = -1);
+  // The exit that ended the team: the rank named by the abort word if it failed, else the first
+  // failure; nullptr when all succeeded.
+  static const MemberExit* first_failure(const std::vector<MemberExit>& exits, int aborted_by);
+
+ private:
+  struct Member {
+    int rank;
+    pid_t pid;
+    int pidfd;
+  };
+  void signal_all(int signal) const;
+  const Segment& segment_;
+  std::vector<Member> members_;
+};
+
+}  // namespace shmcoll::shm
