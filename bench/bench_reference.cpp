@@ -61,35 +61,32 @@ void measure_lines(References& refs) {
     run_partner(lines);
     _exit(0);
   }
+  // Our side is the same in both phases (write, then wait for the partner); only the partner's
+  // order differs, which turns a round trip into an exchange.
   std::uint64_t step = 0;
-  std::vector<double> round_trips, exchanges;
-  for (int sample = 0; sample < kSamples; ++sample) {
-    const double start = now_seconds();
-    for (int i = 0; i < kTripsPerSample; ++i) {
-      ++step;
-      lines[0].value.store(step, std::memory_order_release);
-      wait_for(lines[1], step);
+  auto median_trip = [&] {
+    std::vector<double> samples;
+    for (int sample = 0; sample < kSamples; ++sample) {
+      const double start = now_seconds();
+      for (int i = 0; i < kTripsPerSample; ++i) {
+        ++step;
+        lines[0].value.store(step, std::memory_order_release);
+        wait_for(lines[1], step);
+      }
+      samples.push_back((now_seconds() - start) / kTripsPerSample);
     }
-    round_trips.push_back((now_seconds() - start) / kTripsPerSample);
-  }
-  for (int sample = 0; sample < kSamples; ++sample) {
-    const double start = now_seconds();
-    for (int i = 0; i < kTripsPerSample; ++i) {
-      ++step;
-      lines[0].value.store(step, std::memory_order_release);
-      wait_for(lines[1], step);
-    }
-    exchanges.push_back((now_seconds() - start) / kTripsPerSample);
-  }
+    return median(samples);
+  };
+  refs.line_round_trip_seconds = median_trip();
+  refs.line_exchange_seconds = median_trip();
   waitpid(partner, nullptr, 0);
   munmap(memory, 4096);
-  refs.line_round_trip_seconds = median(round_trips);
-  refs.line_exchange_seconds = median(exchanges);
 }
 
 double measure_memcpy(std::size_t bytes) {
   std::vector<char> from(bytes, 1), to(bytes, 2);
-  const int reps = static_cast<int>(std::clamp<std::size_t>((64u << 20) / std::max<std::size_t>(bytes, 1), 3, 10000));
+  const int reps = static_cast<int>(
+      std::clamp<std::size_t>((64u << 20) / std::max<std::size_t>(bytes, 1), 3, 10000));
   std::vector<double> samples;
   for (int sample = 0; sample < 11; ++sample) {
     const double start = now_seconds();

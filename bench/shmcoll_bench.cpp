@@ -45,12 +45,15 @@ double now_seconds() {
 
 // Deterministic inputs that every rank can recompute for any peer. Small integers, so every
 // reduction order gives exact results in every type.
-double input_value(int rank, std::size_t index) { return static_cast<double>((rank * 7 + index) % 5); }
+double input_value(int rank, std::size_t index) {
+  return static_cast<double>((rank * 7 + index) % 5);
+}
 
 template <typename T>
 void fill(std::vector<std::byte>& buffer, int rank) {
   auto* values = reinterpret_cast<T*>(buffer.data());
-  for (std::size_t i = 0; i < buffer.size() / sizeof(T); ++i) values[i] = static_cast<T>(input_value(rank, i));
+  for (std::size_t i = 0; i < buffer.size() / sizeof(T); ++i)
+    values[i] = static_cast<T>(input_value(rank, i));
 }
 
 template <typename T>
@@ -60,10 +63,18 @@ double expected_value(const std::string& coll, Op op, int ranks, int root, std::
   for (int r = 1; r < ranks; ++r) {
     const T v = static_cast<T>(input_value(r, i));
     switch (op) {
-      case Op::sum: acc = static_cast<T>(acc + v); break;
-      case Op::prod: acc = static_cast<T>(acc * v); break;
-      case Op::min: acc = std::min(acc, v); break;
-      case Op::max: acc = std::max(acc, v); break;
+      case Op::sum:
+        acc = static_cast<T>(acc + v);
+        break;
+      case Op::prod:
+        acc = static_cast<T>(acc * v);
+        break;
+      case Op::min:
+        acc = std::min(acc, v);
+        break;
+      case Op::max:
+        acc = std::max(acc, v);
+        break;
     }
   }
   return static_cast<double>(acc);
@@ -83,16 +94,26 @@ int count_mismatches(const std::vector<std::byte>& result, const std::string& co
 template <typename Fn>
 auto by_dtype(Dtype dtype, Fn&& fn) {
   switch (dtype) {
-    case Dtype::i8: return fn(std::int8_t{});
-    case Dtype::i16: return fn(std::int16_t{});
-    case Dtype::i32: return fn(std::int32_t{});
-    case Dtype::i64: return fn(std::int64_t{});
-    case Dtype::u8: return fn(std::uint8_t{});
-    case Dtype::u16: return fn(std::uint16_t{});
-    case Dtype::u32: return fn(std::uint32_t{});
-    case Dtype::u64: return fn(std::uint64_t{});
-    case Dtype::f32: return fn(float{});
-    case Dtype::f64: return fn(double{});
+    case Dtype::i8:
+      return fn(std::int8_t{});
+    case Dtype::i16:
+      return fn(std::int16_t{});
+    case Dtype::i32:
+      return fn(std::int32_t{});
+    case Dtype::i64:
+      return fn(std::int64_t{});
+    case Dtype::u8:
+      return fn(std::uint8_t{});
+    case Dtype::u16:
+      return fn(std::uint16_t{});
+    case Dtype::u32:
+      return fn(std::uint32_t{});
+    case Dtype::u64:
+      return fn(std::uint64_t{});
+    case Dtype::f32:
+      return fn(float{});
+    case Dtype::f64:
+      return fn(double{});
   }
   return fn(float{});
 }
@@ -100,10 +121,14 @@ auto by_dtype(Dtype dtype, Fn&& fn) {
 void call_collective(shmcoll::Team& team, const std::string& coll, const Config& config,
                      std::vector<std::byte>& send, std::vector<std::byte>& recv,
                      std::int64_t count) {
-  if (coll == "allreduce") team.allreduce(send.data(), recv.data(), count, config.dtype, config.op);
-  else if (coll == "reduce") team.reduce(send.data(), recv.data(), count, config.dtype, config.op, 0);
-  else if (coll == "bcast") team.bcast(recv.data(), count, config.dtype, 0);
-  else team.barrier();
+  if (coll == "allreduce")
+    team.allreduce(send.data(), recv.data(), count, config.dtype, config.op);
+  else if (coll == "reduce")
+    team.reduce(send.data(), recv.data(), count, config.dtype, config.op, 0);
+  else if (coll == "bcast")
+    team.bcast(recv.data(), count, config.dtype, 0);
+  else
+    team.barrier();
 }
 
 struct Row {
@@ -133,12 +158,13 @@ void bench_rank(shmcoll::Team& team, const Config& config, const std::string& co
     for (int sample = 0; sample < config.iters; ++sample) {
       team.barrier();
       start = now_seconds();
-      for (std::int64_t i = 0; i < batch; ++i) call_collective(team, coll, config, send, recv, count);
+      for (std::int64_t i = 0; i < batch; ++i)
+        call_collective(team, coll, config, send, recv, count);
       shared.seconds_per_call[team.rank()] = (now_seconds() - start) / static_cast<double>(batch);
       team.barrier();
       if (team.rank() == 0) {
-        row.samples.push_back(*std::max_element(shared.seconds_per_call,
-                                                shared.seconds_per_call + team.size()));
+        row.samples.push_back(
+            *std::max_element(shared.seconds_per_call, shared.seconds_per_call + team.size()));
       }
     }
     if (config.check && !is_barrier) {
@@ -186,18 +212,23 @@ std::size_t parse_size(const std::string& text) {
   std::size_t pos = 0;
   std::size_t value = std::stoull(text, &pos);
   const std::string suffix = text.substr(pos);
-  if (suffix == "K" || suffix == "k") value <<= 10;
-  else if (suffix == "M" || suffix == "m") value <<= 20;
-  else if (suffix == "G" || suffix == "g") value <<= 30;
-  else if (!suffix.empty()) throw std::invalid_argument("bad size suffix in " + text);
+  if (suffix == "K" || suffix == "k")
+    value <<= 10;
+  else if (suffix == "M" || suffix == "m")
+    value <<= 20;
+  else if (suffix == "G" || suffix == "g")
+    value <<= 30;
+  else if (!suffix.empty())
+    throw std::invalid_argument("bad size suffix in " + text);
   return value;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Latency of shmcoll collectives on N forked ranks, with reference lines.\n"
-               "Example: shmcoll-bench -n 2 --coll allreduce --sizes 8,1K,1M --check"};
+  CLI::App app{
+      "Latency of shmcoll collectives on N forked ranks, with reference lines.\n"
+      "Example: shmcoll-bench -n 2 --coll allreduce --sizes 8,1K,1M --check"};
   Config config;
   std::string colls = "allreduce", sizes = "8,64,1K,8K,64K,256K,1M,4M", dtype = "f32", op = "sum";
   app.add_option("-n,--np", config.ranks, "ranks")->check(CLI::Range(1, 256));
@@ -217,13 +248,16 @@ int main(int argc, char** argv) {
       }
       config.collectives.push_back(name);
     }
-    for (const auto& size : CLI::detail::split(sizes, ',')) config.sizes.push_back(parse_size(size));
+    for (const auto& size : CLI::detail::split(sizes, ','))
+      config.sizes.push_back(parse_size(size));
     bool known_dtype = false, known_op = false;
     for (int d = 0; d <= static_cast<int>(Dtype::f64); ++d) {
-      if (dtype == shmcoll::dtype_name(static_cast<Dtype>(d))) config.dtype = static_cast<Dtype>(d), known_dtype = true;
+      if (dtype == shmcoll::dtype_name(static_cast<Dtype>(d)))
+        config.dtype = static_cast<Dtype>(d), known_dtype = true;
     }
     for (int o = 0; o <= static_cast<int>(Op::max); ++o) {
-      if (op == shmcoll::op_name(static_cast<Op>(o))) config.op = static_cast<Op>(o), known_op = true;
+      if (op == shmcoll::op_name(static_cast<Op>(o)))
+        config.op = static_cast<Op>(o), known_op = true;
     }
     if (!known_dtype) throw std::invalid_argument("--dtype: unknown type " + dtype);
     if (!known_op) throw std::invalid_argument("--op: unknown operation " + op);
@@ -232,9 +266,8 @@ int main(int argc, char** argv) {
     std::printf("# references: cache-line round trip %.3f us, two-rank line exchange %.3f us\n",
                 refs.line_round_trip_seconds * 1e6, refs.line_exchange_seconds * 1e6);
 
-    auto* shared = static_cast<SharedResults*>(mmap(nullptr, sizeof(SharedResults),
-                                                    PROT_READ | PROT_WRITE,
-                                                    MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+    auto* shared = static_cast<SharedResults*>(mmap(
+        nullptr, sizeof(SharedResults), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
     for (const std::string& coll : config.collectives) {
       std::vector<Row> rows;
       shmcoll::Options options;

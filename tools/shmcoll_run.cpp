@@ -43,8 +43,9 @@ namespace {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Start N copies of PROGRAM as one shmcoll team.\n"
-               "Example: shmcoll-run -n 4 --bind-to core ./my_program --size 1M"};
+  CLI::App app{
+      "Start N copies of PROGRAM as one shmcoll team.\n"
+      "Example: shmcoll-run -n 4 --bind-to core ./my_program --size 1M"};
   int ranks = 0;
   std::string bind_to = "none";
   std::vector<std::string> command;

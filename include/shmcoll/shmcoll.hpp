@@ -49,17 +49,28 @@ const char* op_name(Op op);
 
 template <typename T>
 constexpr Dtype dtype_of() {
-  if constexpr (std::is_same_v<T, std::int8_t>) return Dtype::i8;
-  else if constexpr (std::is_same_v<T, std::int16_t>) return Dtype::i16;
-  else if constexpr (std::is_same_v<T, std::int32_t>) return Dtype::i32;
-  else if constexpr (std::is_same_v<T, std::int64_t>) return Dtype::i64;
-  else if constexpr (std::is_same_v<T, std::uint8_t>) return Dtype::u8;
-  else if constexpr (std::is_same_v<T, std::uint16_t>) return Dtype::u16;
-  else if constexpr (std::is_same_v<T, std::uint32_t>) return Dtype::u32;
-  else if constexpr (std::is_same_v<T, std::uint64_t>) return Dtype::u64;
-  else if constexpr (std::is_same_v<T, float>) return Dtype::f32;
-  else if constexpr (std::is_same_v<T, double>) return Dtype::f64;
-  else static_assert(sizeof(T) == 0, "no shmcoll Dtype for this type");
+  if constexpr (std::is_same_v<T, std::int8_t>)
+    return Dtype::i8;
+  else if constexpr (std::is_same_v<T, std::int16_t>)
+    return Dtype::i16;
+  else if constexpr (std::is_same_v<T, std::int32_t>)
+    return Dtype::i32;
+  else if constexpr (std::is_same_v<T, std::int64_t>)
+    return Dtype::i64;
+  else if constexpr (std::is_same_v<T, std::uint8_t>)
+    return Dtype::u8;
+  else if constexpr (std::is_same_v<T, std::uint16_t>)
+    return Dtype::u16;
+  else if constexpr (std::is_same_v<T, std::uint32_t>)
+    return Dtype::u32;
+  else if constexpr (std::is_same_v<T, std::uint64_t>)
+    return Dtype::u64;
+  else if constexpr (std::is_same_v<T, float>)
+    return Dtype::f32;
+  else if constexpr (std::is_same_v<T, double>)
+    return Dtype::f64;
+  else
+    static_assert(sizeof(T) == 0, "no shmcoll Dtype for this type");
 }
 
 // Pass as the send buffer to take the input from the receive buffer (MPI_IN_PLACE).
@@ -77,7 +88,7 @@ struct Options {
 namespace detail {
 struct TeamState;
 struct TeamAccess;
-}
+}  // namespace detail
 
 class Team {
  public:
@@ -98,7 +109,8 @@ class Team {
 
   void barrier();
   void bcast(void* buffer, std::int64_t count, Dtype dtype, int root);
-  // recvbuf is significant at root only; sendbuf == in_place at root takes root's input from recvbuf.
+  // recvbuf is significant at root only; sendbuf == in_place at root takes root's input from
+  // recvbuf.
   void reduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype dtype, Op op, int root);
   // sendbuf == in_place takes every rank's input from recvbuf.
   void allreduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype dtype, Op op);

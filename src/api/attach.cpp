@@ -34,7 +34,7 @@ constexpr int kJoinTimeoutMs = 60'000;
 }  // namespace
 
 Team Team::attach() {
-  if (attached_to_launcher.exchange(true)) {
+  if (attached_to_launcher.load()) {
     fail(Errc::invalid_argument, "Team::attach: this process has already attached to its team");
   }
   const int rank = env_int(detail::kRankEnv);
@@ -46,10 +46,15 @@ Team Team::attach() {
   shm::Segment segment = shm::Segment::from_fd(fd, static_cast<std::uint32_t>(size));
   ::close(fd);
   const auto tunables = coll::Tunables::from_env(static_cast<std::uint32_t>(size));
-  return detail::TeamAccess::make(std::move(segment), static_cast<std::uint32_t>(rank), tunables);
+  Team team =
+      detail::TeamAccess::make(std::move(segment), static_cast<std::uint32_t>(rank), tunables);
+  attached_to_launcher = true;
+  return team;
 }
 
-std::string Team::unique_segment_name() { return shm::Segment::unique_name(); }
+std::string Team::unique_segment_name() {
+  return shm::Segment::unique_name();
+}
 
 Team Team::join(const std::string& name, int rank, int size, const Options& options) {
   if (size < 1) fail(Errc::invalid_argument, "Team::join: size must be at least 1, got ", size);
@@ -62,9 +67,9 @@ Team Team::join(const std::string& name, int rank, int size, const Options& opti
   }
   const auto team_size = static_cast<std::uint32_t>(size);
   const auto tunables = coll::Tunables::from_env(team_size);
-  shm::Segment segment =
-      rank == 0 ? shm::Segment::create_named(name, team_size, detail::slot_bytes_for(options, tunables))
-                : shm::Segment::open_named(name, team_size, kJoinTimeoutMs);
+  shm::Segment segment = rank == 0 ? shm::Segment::create_named(
+                                         name, team_size, detail::slot_bytes_for(options, tunables))
+                                   : shm::Segment::open_named(name, team_size, kJoinTimeoutMs);
   // The last member to map the segment removes its name, so nothing outlives the team.
   if (segment.header().attached.fetch_add(1, std::memory_order_acq_rel) + 1 == team_size) {
     shm::Segment::unlink_name(name);

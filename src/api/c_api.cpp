@@ -1,9 +1,8 @@
 // The C API: each call converts exceptions into an error code and a thread-local message.
-#include "shmcoll/shmcoll.h"
-
 #include <cstring>
 #include <string>
 
+#include "shmcoll/shmcoll.h"
 #include "shmcoll/shmcoll.hpp"
 
 struct shmcoll_team {
@@ -40,10 +39,13 @@ shmcoll::Team& team_of(shmcoll_team* team) {
 
 extern "C" {
 
-const char* shmcoll_last_error(void) { return last_error.c_str(); }
+const char* shmcoll_last_error(void) {
+  return last_error.c_str();
+}
 
 const char* shmcoll_errc_name(int code) {
-  return code == SHMCOLL_ERR_UNKNOWN ? "unknown" : shmcoll::errc_name(static_cast<shmcoll::Errc>(code));
+  return code == SHMCOLL_ERR_UNKNOWN ? "unknown"
+                                     : shmcoll::errc_name(static_cast<shmcoll::Errc>(code));
 }
 
 int shmcoll_run(int n, size_t slot_bytes, shmcoll_binding bind,
@@ -59,9 +61,9 @@ int shmcoll_run(int n, size_t slot_bytes, shmcoll_binding bind,
       static_assert(sizeof(shmcoll_team) == sizeof(shmcoll::Team));
       const int status = fn(handle, arg);
       if (status != 0) {
-        throw shmcoll::Error(shmcoll::Errc::rank_failed,
-                             "shmcoll_run: fn returned " + std::to_string(status) + " on rank " +
-                                 std::to_string(team.rank()));
+        throw shmcoll::Error(shmcoll::Errc::rank_failed, "shmcoll_run: fn returned " +
+                                                             std::to_string(status) + " on rank " +
+                                                             std::to_string(team.rank()));
       }
     });
   });
@@ -69,7 +71,8 @@ int shmcoll_run(int n, size_t slot_bytes, shmcoll_binding bind,
 
 int shmcoll_attach(shmcoll_team** team) {
   return guarded([&] {
-    if (!team) throw shmcoll::Error(shmcoll::Errc::invalid_argument, "shmcoll_attach: team is null");
+    if (!team)
+      throw shmcoll::Error(shmcoll::Errc::invalid_argument, "shmcoll_attach: team is null");
     *team = new shmcoll_team{shmcoll::Team::attach()};
   });
 }
@@ -78,9 +81,9 @@ int shmcoll_unique_segment_name(char* name, size_t capacity) {
   return guarded([&] {
     const std::string unique = shmcoll::Team::unique_segment_name();
     if (!name || capacity <= unique.size()) {
-      throw shmcoll::Error(shmcoll::Errc::invalid_argument,
-                           "shmcoll_unique_segment_name: capacity must exceed " +
-                               std::to_string(unique.size()));
+      throw shmcoll::Error(
+          shmcoll::Errc::invalid_argument,
+          "shmcoll_unique_segment_name: capacity must exceed " + std::to_string(unique.size()));
     }
     std::memcpy(name, unique.c_str(), unique.size() + 1);
   });
@@ -102,15 +105,20 @@ int shmcoll_team_free(shmcoll_team* team) {
   return SHMCOLL_OK;
 }
 
-int shmcoll_rank(const shmcoll_team* team) { return team ? team->team.rank() : -1; }
-int shmcoll_size(const shmcoll_team* team) { return team ? team->team.size() : -1; }
+int shmcoll_rank(const shmcoll_team* team) {
+  return team ? team->team.rank() : -1;
+}
+int shmcoll_size(const shmcoll_team* team) {
+  return team ? team->team.size() : -1;
+}
 
 int shmcoll_barrier(shmcoll_team* team) {
   return guarded([&] { team_of(team).barrier(); });
 }
 
 int shmcoll_bcast(shmcoll_team* team, void* buffer, int64_t count, shmcoll_dtype dtype, int root) {
-  return guarded([&] { team_of(team).bcast(buffer, count, static_cast<shmcoll::Dtype>(dtype), root); });
+  return guarded(
+      [&] { team_of(team).bcast(buffer, count, static_cast<shmcoll::Dtype>(dtype), root); });
 }
 
 int shmcoll_reduce(shmcoll_team* team, const void* sendbuf, void* recvbuf, int64_t count,

@@ -4,13 +4,20 @@ namespace shmcoll {
 
 const char* errc_name(Errc code) noexcept {
   switch (code) {
-    case Errc::ok: return "ok";
-    case Errc::invalid_argument: return "invalid_argument";
-    case Errc::peer_failed: return "peer_failed";
-    case Errc::rank_failed: return "rank_failed";
-    case Errc::segment_mismatch: return "segment_mismatch";
-    case Errc::system_error: return "system_error";
-    case Errc::timeout: return "timeout";
+    case Errc::ok:
+      return "ok";
+    case Errc::invalid_argument:
+      return "invalid_argument";
+    case Errc::peer_failed:
+      return "peer_failed";
+    case Errc::rank_failed:
+      return "rank_failed";
+    case Errc::segment_mismatch:
+      return "segment_mismatch";
+    case Errc::system_error:
+      return "system_error";
+    case Errc::timeout:
+      return "timeout";
   }
   return "unknown";
 }

@@ -37,7 +37,8 @@ std::size_t checked_bytes(const Call& call, std::int64_t count, Dtype dtype) {
   check_dtype(call, dtype);
   if (count < 0) reject(call, "count must be non-negative, got ", count);
   const std::size_t element_bytes = dtype_size(dtype);
-  if (static_cast<std::uint64_t>(count) > std::numeric_limits<std::size_t>::max() / 2 / element_bytes) {
+  if (static_cast<std::uint64_t>(count) >
+      std::numeric_limits<std::size_t>::max() / 2 / element_bytes) {
     reject(call, "count ", count, " of ", dtype_name(dtype), " overflows the addressable bytes");
   }
   return static_cast<std::size_t>(count) * element_bytes;
@@ -68,8 +69,12 @@ Team::Team(Team&&) noexcept = default;
 Team& Team::operator=(Team&&) noexcept = default;
 Team::~Team() = default;
 
-int Team::rank() const noexcept { return static_cast<int>(state_->rounds.rank()); }
-int Team::size() const noexcept { return static_cast<int>(state_->rounds.size()); }
+int Team::rank() const noexcept {
+  return static_cast<int>(state_->rounds.rank());
+}
+int Team::size() const noexcept {
+  return static_cast<int>(state_->rounds.size());
+}
 
 void Team::check_spans(std::size_t send_size, std::size_t recv_size) {
   if (send_size != recv_size) {
@@ -78,7 +83,9 @@ void Team::check_spans(std::size_t send_size, std::size_t recv_size) {
   }
 }
 
-void Team::barrier() { coll::barrier(state_->context); }
+void Team::barrier() {
+  coll::barrier(state_->context);
+}
 
 void Team::bcast(void* buffer, std::int64_t count, Dtype dtype, int root) {
   const Call call{"bcast", *state_};

@@ -2,7 +2,6 @@
 
 #include "coll/chunks.hpp"
 #include "coll/collectives.hpp"
-#include "ops/reduce.hpp"
 
 namespace shmcoll::coll {
 
@@ -21,12 +20,7 @@ void allreduce_all_read(Context& ctx, const std::byte* send, std::byte* recv, st
     rounds.wait_slot_free(round);
     std::memcpy(rounds.slot(me, round), send + offset, n * element_bytes);
     rounds.publish(round);
-    for (std::uint32_t peer = 0; peer < rounds.size(); ++peer) {
-      if (peer != me) rounds.wait_for(peer, round);
-      ctx.inputs[peer] = peer == me ? send + offset : rounds.slot(peer, round);
-    }
-    ops::reduce_kary(dtype, op, recv + offset, ctx.inputs.data(), static_cast<int>(rounds.size()),
-                     n);
+    reduce_all_slots(ctx, round, send + offset, recv + offset, n, dtype, op);
   });
 }
 
@@ -39,14 +33,7 @@ void allreduce_slices(Context& ctx, const std::byte* send, std::byte* recv, std:
   for_each_chunk(count, rounds.slot_bytes() / element_bytes, [&](std::size_t first, std::size_t n) {
     const std::size_t offset = first * element_bytes;
     const std::uint32_t result_round = reduce_own_slice(ctx, send + offset, n, dtype, op);
-    for (std::uint32_t peer = 0; peer < rounds.size(); ++peer) {
-      const Slice slice = slice_of(n, rounds.size(), peer, element_bytes);
-      if (slice.count == 0) continue;
-      if (peer != rounds.rank()) rounds.wait_for(peer, result_round);
-      std::memcpy(recv + offset + slice.first * element_bytes,
-                  rounds.slot(peer, result_round) + slice.first * element_bytes,
-                  slice.count * element_bytes);
-    }
+    gather_reduced_slices(ctx, result_round, recv + offset, n, dtype);
   });
 }
 
@@ -56,8 +43,10 @@ void allreduce(Context& ctx, const void* send, void* recv, std::size_t count, Dt
   const auto* in = static_cast<const std::byte*>(send);
   auto* out = static_cast<std::byte*>(recv);
   switch (select_allreduce(ctx.tunables, count * dtype_size(dtype))) {
-    case Algorithm::allreduce_slices: return allreduce_slices(ctx, in, out, count, dtype, op);
-    default: return allreduce_all_read(ctx, in, out, count, dtype, op);
+    case Algorithm::allreduce_slices:
+      return allreduce_slices(ctx, in, out, count, dtype, op);
+    default:
+      return allreduce_all_read(ctx, in, out, count, dtype, op);
   }
 }
 

@@ -6,6 +6,30 @@
 
 namespace shmcoll::coll {
 
+void reduce_all_slots(Context& ctx, std::uint32_t round, const std::byte* mine, std::byte* out,
+                      std::size_t count, Dtype dtype, Op op) {
+  shm::Rounds& rounds = ctx.rounds;
+  for (std::uint32_t peer = 0; peer < rounds.size(); ++peer) {
+    if (peer != rounds.rank()) rounds.wait_for(peer, round);
+    ctx.inputs[peer] = peer == rounds.rank() ? mine : rounds.slot(peer, round);
+  }
+  ops::reduce_kary(dtype, op, out, ctx.inputs.data(), static_cast<int>(rounds.size()), count);
+}
+
+void gather_reduced_slices(Context& ctx, std::uint32_t result_round, std::byte* out,
+                           std::size_t count, Dtype dtype) {
+  shm::Rounds& rounds = ctx.rounds;
+  const std::size_t element_bytes = dtype_size(dtype);
+  for (std::uint32_t peer = 0; peer < rounds.size(); ++peer) {
+    const Slice slice = slice_of(count, rounds.size(), peer, element_bytes);
+    if (slice.count == 0) continue;
+    if (peer != rounds.rank()) rounds.wait_for(peer, result_round);
+    std::memcpy(out + slice.first * element_bytes,
+                rounds.slot(peer, result_round) + slice.first * element_bytes,
+                slice.count * element_bytes);
+  }
+}
+
 std::uint32_t reduce_own_slice(Context& ctx, const std::byte* send, std::size_t count, Dtype dtype,
                                Op op) {
   shm::Rounds& rounds = ctx.rounds;

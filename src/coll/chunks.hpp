@@ -32,6 +32,15 @@ inline Slice slice_of(std::size_t n, std::uint32_t parts, std::uint32_t index,
   return {first, std::min(per, n - first)};
 }
 
+// Waits for every peer's `round`, then reduces all ranks'
+// round slots in rank order into `out`, taking my own contribution from `mine` (not my slot).
+void reduce_all_slots(Context& ctx, std::uint32_t round, const std::byte* mine, std::byte* out,
+                      std::size_t count, Dtype dtype, Op op);
+
+// Copies every rank's reduced slice of a chunk (published in `result_round`) into `out`.
+void gather_reduced_slices(Context& ctx, std::uint32_t result_round, std::byte* out,
+                           std::size_t count, Dtype dtype);
+
 // Every rank reduces its slice of one chunk: round one, each copies the others' slices into its
 // slot; then each reduces its own slice over all ranks, in rank order, into its slot for round
 // two, which it publishes. Returns round two: wait for it before reading anyone's reduced slice.

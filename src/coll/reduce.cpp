@@ -2,7 +2,6 @@
 
 #include "coll/chunks.hpp"
 #include "coll/collectives.hpp"
-#include "ops/reduce.hpp"
 
 namespace shmcoll::coll {
 
@@ -24,12 +23,7 @@ void reduce_root_reads(Context& ctx, const std::byte* send, std::byte* recv, std
       return;
     }
     rounds.publish(round);
-    for (std::uint32_t peer = 0; peer < rounds.size(); ++peer) {
-      if (peer != me) rounds.wait_for(peer, round);
-      ctx.inputs[peer] = peer == me ? send + offset : rounds.slot(peer, round);
-    }
-    ops::reduce_kary(dtype, op, recv + offset, ctx.inputs.data(), static_cast<int>(rounds.size()),
-                     n);
+    reduce_all_slots(ctx, round, send + offset, recv + offset, n, dtype, op);
   });
 }
 
@@ -41,15 +35,7 @@ void reduce_slices(Context& ctx, const std::byte* send, std::byte* recv, std::si
   for_each_chunk(count, rounds.slot_bytes() / element_bytes, [&](std::size_t first, std::size_t n) {
     const std::size_t offset = first * element_bytes;
     const std::uint32_t result_round = reduce_own_slice(ctx, send + offset, n, dtype, op);
-    if (rounds.rank() != root) return;
-    for (std::uint32_t peer = 0; peer < rounds.size(); ++peer) {
-      const Slice slice = slice_of(n, rounds.size(), peer, element_bytes);
-      if (slice.count == 0) continue;
-      if (peer != root) rounds.wait_for(peer, result_round);
-      std::memcpy(recv + offset + slice.first * element_bytes,
-                  rounds.slot(peer, result_round) + slice.first * element_bytes,
-                  slice.count * element_bytes);
-    }
+    if (rounds.rank() == root) gather_reduced_slices(ctx, result_round, recv + offset, n, dtype);
   });
 }
 
@@ -61,8 +47,10 @@ void reduce(Context& ctx, const void* send, void* recv, std::size_t count, Dtype
   auto* out = static_cast<std::byte*>(recv);
   const auto root_rank = static_cast<std::uint32_t>(root);
   switch (select_reduce(ctx.tunables, count * dtype_size(dtype))) {
-    case Algorithm::reduce_slices: return reduce_slices(ctx, in, out, count, dtype, op, root_rank);
-    default: return reduce_root_reads(ctx, in, out, count, dtype, op, root_rank);
+    case Algorithm::reduce_slices:
+      return reduce_slices(ctx, in, out, count, dtype, op, root_rank);
+    default:
+      return reduce_root_reads(ctx, in, out, count, dtype, op, root_rank);
   }
 }
 

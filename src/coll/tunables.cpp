@@ -32,10 +32,23 @@ long long env_number(const char* name, long long fallback) {
   char* end = nullptr;
   long long value = std::strtoll(text, &end, 10);
   switch (*end) {  // size suffixes, as in 256K or 1M
-    case 'K': case 'k': value <<= 10; ++end; break;
-    case 'M': case 'm': value <<= 20; ++end; break;
-    case 'G': case 'g': value <<= 30; ++end; break;
-    default: break;
+    case 'K':
+    case 'k':
+      value <<= 10;
+      ++end;
+      break;
+    case 'M':
+    case 'm':
+      value <<= 20;
+      ++end;
+      break;
+    case 'G':
+    case 'g':
+      value <<= 30;
+      ++end;
+      break;
+    default:
+      break;
   }
   if (end == text || *end != '\0' || value < 0) {
     fail(Errc::invalid_argument, "environment variable ", name, "=\"", text,
@@ -58,12 +71,18 @@ int env_algorithm(const char* name, Algorithm first, Algorithm second) {
 
 const char* algorithm_name(Algorithm algorithm) {
   switch (algorithm) {
-    case Algorithm::barrier_flat: return "barrier_flat";
-    case Algorithm::bcast_pipelined: return "bcast_pipelined";
-    case Algorithm::reduce_root_reads: return "reduce_root_reads";
-    case Algorithm::reduce_slices: return "reduce_slices";
-    case Algorithm::allreduce_all_read: return "allreduce_all_read";
-    case Algorithm::allreduce_slices: return "allreduce_slices";
+    case Algorithm::barrier_flat:
+      return "barrier_flat";
+    case Algorithm::bcast_pipelined:
+      return "bcast_pipelined";
+    case Algorithm::reduce_root_reads:
+      return "reduce_root_reads";
+    case Algorithm::reduce_slices:
+      return "reduce_slices";
+    case Algorithm::allreduce_all_read:
+      return "allreduce_all_read";
+    case Algorithm::allreduce_slices:
+      return "allreduce_slices";
   }
   return "?";
 }
@@ -72,7 +91,8 @@ Tunables Tunables::from_env(std::uint32_t team_size) {
   const bool oversubscribed = team_size > static_cast<std::uint32_t>(sysconf(_SC_NPROCESSORS_ONLN));
   Tunables t;
   t.slot_bytes = static_cast<std::size_t>(env_number("SHMCOLL_SLOT_BYTES", 256 << 10));
-  t.allreduce_small_max = static_cast<std::size_t>(env_number("SHMCOLL_ALLREDUCE_SMALL_MAX", 16 << 10));
+  t.allreduce_small_max =
+      static_cast<std::size_t>(env_number("SHMCOLL_ALLREDUCE_SMALL_MAX", 16 << 10));
   t.reduce_small_max = static_cast<std::size_t>(env_number("SHMCOLL_REDUCE_SMALL_MAX", 16 << 10));
   t.spin_ns = static_cast<long>(env_number("SHMCOLL_SPIN_NS", oversubscribed ? 2'000 : 50'000));
   t.timeout_ms = static_cast<long>(env_number("SHMCOLL_TIMEOUT_MS", 0));
@@ -85,7 +105,8 @@ Tunables Tunables::from_env(std::uint32_t team_size) {
 
 Algorithm select_reduce(const Tunables& tunables, std::size_t bytes) {
   if (tunables.forced_reduce >= 0) return static_cast<Algorithm>(tunables.forced_reduce);
-  return bytes <= tunables.reduce_small_max ? Algorithm::reduce_root_reads : Algorithm::reduce_slices;
+  return bytes <= tunables.reduce_small_max ? Algorithm::reduce_root_reads
+                                            : Algorithm::reduce_slices;
 }
 
 Algorithm select_allreduce(const Tunables& tunables, std::size_t bytes) {
@@ -94,6 +115,8 @@ Algorithm select_allreduce(const Tunables& tunables, std::size_t bytes) {
                                                : Algorithm::allreduce_slices;
 }
 
-std::span<const TunableInfo> tunable_table() { return kTunables; }
+std::span<const TunableInfo> tunable_table() {
+  return kTunables;
+}
 
 }  // namespace shmcoll::coll

@@ -20,13 +20,13 @@ enum class Algorithm {
 const char* algorithm_name(Algorithm algorithm);
 
 struct Tunables {
-  std::size_t slot_bytes;          // SHMCOLL_SLOT_BYTES
-  std::size_t allreduce_small_max; // SHMCOLL_ALLREDUCE_SMALL_MAX
-  std::size_t reduce_small_max;    // SHMCOLL_REDUCE_SMALL_MAX
-  long spin_ns;                    // SHMCOLL_SPIN_NS (default depends on oversubscription)
-  long timeout_ms;                 // SHMCOLL_TIMEOUT_MS
-  int forced_allreduce;            // SHMCOLL_ALLREDUCE_ALGORITHM (-1: by size)
-  int forced_reduce;               // SHMCOLL_REDUCE_ALGORITHM (-1: by size)
+  std::size_t slot_bytes;           // SHMCOLL_SLOT_BYTES
+  std::size_t allreduce_small_max;  // SHMCOLL_ALLREDUCE_SMALL_MAX
+  std::size_t reduce_small_max;     // SHMCOLL_REDUCE_SMALL_MAX
+  long spin_ns;                     // SHMCOLL_SPIN_NS (default depends on oversubscription)
+  long timeout_ms;                  // SHMCOLL_TIMEOUT_MS
+  int forced_allreduce;             // SHMCOLL_ALLREDUCE_ALGORITHM (-1: by size)
+  int forced_reduce;                // SHMCOLL_REDUCE_ALGORITHM (-1: by size)
 
   // Reads the environment; a malformed value is an invalid_argument error naming the variable.
   static Tunables from_env(std::uint32_t team_size);

@@ -11,7 +11,9 @@ namespace shmcoll::shm {
 
 namespace {
 
-int pidfd_open(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
+int pidfd_open(pid_t pid) {
+  return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+}
 
 }  // namespace
 
@@ -25,7 +27,9 @@ PeerWatch& PeerWatch::operator=(PeerWatch&& other) noexcept {
   return *this;
 }
 
-PeerWatch::~PeerWatch() { close_all(); }
+PeerWatch::~PeerWatch() {
+  close_all();
+}
 
 void PeerWatch::close_all() {
   for (int fd : pidfds_) {

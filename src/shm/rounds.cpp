@@ -45,8 +45,8 @@ void Rounds::publish(std::uint32_t round) {
 void Rounds::fail_aborted(std::uint32_t peer) const {
   const int culprit = segment_.aborted_by();
   if (culprit >= static_cast<int>(size_)) {
-    fail(Errc::peer_failed, "rank ", rank_, ": the launcher stopped the team (was waiting for rank ",
-         peer, ")");
+    fail(Errc::peer_failed, "rank ", rank_,
+         ": the launcher stopped the team (was waiting for rank ", peer, ")");
   }
   fail(Errc::peer_failed, "rank ", rank_, ": team aborted because rank ", culprit, " (pid ",
        segment_.control(static_cast<std::uint32_t>(culprit)).pid.load(),

@@ -12,9 +12,9 @@
 namespace shmcoll::shm {
 
 struct WaitPolicy {
-  long spin_ns = 50'000;          // busy-wait this long before sleeping on the futex
+  long spin_ns = 50'000;             // busy-wait this long before sleeping on the futex
   long sleep_slice_ns = 10'000'000;  // longest single futex sleep: liveness is checked this often
-  long timeout_ms = 0;            // 0: wait forever (peers are still watched)
+  long timeout_ms = 0;               // 0: wait forever (peers are still watched)
 };
 
 class Rounds {

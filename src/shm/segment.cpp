@@ -21,7 +21,8 @@ SegmentLayout SegmentLayout::compute(std::uint32_t team_size, std::size_t slot_b
   layout.team_size = team_size;
   layout.slot_bytes = round_up(slot_bytes == 0 ? kPageBytes : slot_bytes, kPageBytes);
   layout.control_offset = kPageBytes;
-  layout.data_offset = round_up(layout.control_offset + team_size * sizeof(RankControl), kPageBytes);
+  layout.data_offset =
+      round_up(layout.control_offset + team_size * sizeof(RankControl), kPageBytes);
   layout.total_bytes = layout.data_offset + std::size_t{team_size} * 2 * layout.slot_bytes;
   return layout;
 }
@@ -118,13 +119,13 @@ Segment Segment::open_named(const std::string& name, std::uint32_t expected_team
   try {
     // The creator truncates, then fills the header and sets `initialized` last.
     for (;;) {
-      struct stat info{};
+      struct stat info {};
       if (fstat(fd, &info) != 0) fail_errno("fstat of segment ", name);
       if (static_cast<std::size_t>(info.st_size) >= kPageBytes) {
         void* page = mmap(nullptr, kPageBytes, PROT_READ, MAP_SHARED, fd, 0);
         if (page == MAP_FAILED) fail_errno("mmap of segment header ", name);
-        const bool ready = static_cast<SegmentHeader*>(page)->initialized.load(
-                               std::memory_order_acquire) != 0;
+        const bool ready =
+            static_cast<SegmentHeader*>(page)->initialized.load(std::memory_order_acquire) != 0;
         munmap(page, kPageBytes);
         if (ready) break;
       }
@@ -144,11 +145,12 @@ Segment Segment::from_fd(int fd, std::uint32_t expected_team_size) {
 }
 
 Segment Segment::map_fd(int fd, std::uint32_t expected_team_size) {
-  struct stat info{};
+  struct stat info {};
   if (fstat(fd, &info) != 0) fail_errno("fstat of the shared segment");
   const auto file_bytes = static_cast<std::size_t>(info.st_size);
   if (file_bytes < kPageBytes) {
-    fail(Errc::segment_mismatch, "shared segment is ", file_bytes, " bytes, too small for a header");
+    fail(Errc::segment_mismatch, "shared segment is ", file_bytes,
+         " bytes, too small for a header");
   }
   void* header_page = mmap(nullptr, kPageBytes, PROT_READ, MAP_SHARED, fd, 0);
   if (header_page == MAP_FAILED) fail_errno("mmap of the segment header");

@@ -16,7 +16,8 @@ class Segment {
   // that exec); otherwise the descriptor is closed.
   static Segment create_unlinked(std::uint32_t team_size, std::size_t slot_bytes,
                                  int* fd_out = nullptr);
-  // A new segment under `name` that other processes open with open_named(); unlink_name() removes it.
+  // A new segment under `name` that other processes open with open_named(); unlink_name() removes
+  // it.
   static Segment create_named(const std::string& name, std::uint32_t team_size,
                               std::size_t slot_bytes);
   // Opens a segment another process created, waiting up to `timeout_ms` for it to appear.

@@ -72,8 +72,8 @@ std::vector<MemberExit> Supervisor::reap_all(int interrupt_fd) {
       }
       Member& member = *owners[i];
       siginfo_t info{};
-      if (waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(member.pidfd), &info,
-                 WEXITED) != 0) {
+      if (waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(member.pidfd), &info, WEXITED) !=
+          0) {
         fail_errno("waitid for rank ", member.rank);
       }
       MemberExit exit{member.rank, member.pid, info.si_code != CLD_EXITED, info.si_status};

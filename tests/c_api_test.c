@@ -1,0 +1,39 @@
+/* The C API from C: a forked team runs each collective; exit 0 when all results are right. */
+#include <shmcoll/shmcoll.h>
+#include <stdio.h>
+#include <string.h>
+
+static int check_team(shmcoll_team* team, void* arg) {
+  (void)arg;
+  const int rank = shmcoll_rank(team), size = shmcoll_size(team);
+  double value = rank + 1.0, sum = 0.0;
+  if (shmcoll_allreduce(team, &value, &sum, 1, SHMCOLL_DOUBLE, SHMCOLL_SUM) != SHMCOLL_OK) return 1;
+  if (sum != size * (size + 1) / 2.0) return 2;
+  int32_t data[3] = {0, 0, 0};
+  if (rank == 1) data[0] = 7, data[1] = 8, data[2] = 9;
+  if (shmcoll_bcast(team, data, 3, SHMCOLL_INT32, 1) != SHMCOLL_OK) return 3;
+  if (data[0] != 7 || data[2] != 9) return 4;
+  int64_t mine = rank, max = -1;
+  if (shmcoll_reduce(team, &mine, &max, 1, SHMCOLL_INT64, SHMCOLL_MAX, 0) != SHMCOLL_OK) return 5;
+  if (rank == 0 && max != size - 1) return 6;
+  if (shmcoll_allreduce(team, SHMCOLL_IN_PLACE, &value, 1, SHMCOLL_DOUBLE, SHMCOLL_MIN) !=
+      SHMCOLL_OK)
+    return 7;
+  if (value != 1.0) return 8;
+  /* A bad argument is an error code with a message naming it, and the team stays usable. */
+  if (shmcoll_allreduce(team, &value, &sum, -3, SHMCOLL_DOUBLE, SHMCOLL_SUM) !=
+      SHMCOLL_ERR_INVALID_ARGUMENT)
+    return 9;
+  if (strstr(shmcoll_last_error(), "count") == NULL) return 10;
+  return shmcoll_barrier(team) == SHMCOLL_OK ? 0 : 11;
+}
+
+int main(void) {
+  const int code = shmcoll_run(4, 0, SHMCOLL_BIND_NONE, check_team, NULL);
+  if (code != SHMCOLL_OK) {
+    fprintf(stderr, "shmcoll_run failed: %s (%s)\n", shmcoll_errc_name(code), shmcoll_last_error());
+    return 1;
+  }
+  printf("c_api_test: 1 passed, 0 failed\n");
+  return 0;
+}

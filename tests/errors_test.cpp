@@ -1,0 +1,102 @@
+// Bad arguments give shmcoll::Error(invalid_argument) naming the argument and rank, before any
+// data moves, and leave the team usable.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "shmcoll/shmcoll.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+using shmcoll::Dtype;
+using shmcoll::Errc;
+using shmcoll::Op;
+
+struct Failures {
+  int count;
+};
+
+// Returns 0 when `call` throws invalid_argument whose message contains every word in `words`.
+template <typename Call>
+int expect_rejected(Call&& call, std::initializer_list<const char*> words) {
+  try {
+    call();
+  } catch (const shmcoll::Error& error) {
+    if (error.code() != Errc::invalid_argument) {
+      std::fprintf(stderr, "wrong code: %s\n", error.what());
+      return 1;
+    }
+    for (const char* word : words) {
+      if (std::string(error.what()).find(word) == std::string::npos) {
+        std::fprintf(stderr, "message \"%s\" does not name \"%s\"\n", error.what(), word);
+        return 1;
+      }
+    }
+    return 0;
+  }
+  std::fprintf(stderr, "call was accepted\n");
+  return 1;
+}
+
+TEST(Errors, BadArgumentsAreRejectedByNameAndTheTeamStaysUsable) {
+  auto* failures = shmcoll::testing::shared_block<Failures>();
+  shmcoll::run(3, {}, [&](shmcoll::Team& team) {
+    std::vector<float> a(16, 1.0f), b(16);
+    int bad = 0;
+    // Every rank makes the same bad call, so no rank enters a collective the others skip.
+    bad += expect_rejected([&] { team.allreduce(a.data(), b.data(), -1, Dtype::f32, Op::sum); },
+                           {"count", "-1", "rank"});
+    bad += expect_rejected([&] { team.allreduce(nullptr, b.data(), 4, Dtype::f32, Op::sum); },
+                           {"sendbuf", "null"});
+    bad += expect_rejected([&] { team.allreduce(a.data(), nullptr, 4, Dtype::f32, Op::sum); },
+                           {"recvbuf", "null"});
+    bad += expect_rejected([&] { team.reduce(a.data(), b.data(), 4, Dtype::f32, Op::sum, 3); },
+                           {"root", "3"});
+    bad += expect_rejected([&] { team.bcast(a.data(), 4, Dtype::f32, -1); }, {"root", "-1"});
+    bad += expect_rejected(
+        [&] { team.allreduce(a.data(), b.data(), 4, static_cast<Dtype>(42), Op::sum); },
+        {"dtype", "42"});
+    bad += expect_rejected(
+        [&] { team.allreduce(a.data(), b.data(), 4, Dtype::f32, static_cast<Op>(9)); },
+        {"op", "9"});
+    bad += expect_rejected([&] { team.allreduce(a.data(), a.data() + 2, 4, Dtype::f32, Op::sum); },
+                           {"overlap"});
+    bad += expect_rejected(
+        [&] { team.allreduce(a.data(), b.data(), std::int64_t{1} << 62, Dtype::f64, Op::sum); },
+        {"overflows"});
+    if (team.rank() != 0) {
+      bad += expect_rejected(
+          [&] { team.reduce(shmcoll::in_place, b.data(), 4, Dtype::f32, Op::sum, 0); },
+          {"in_place", "root"});
+    }
+    // Still usable: a real collective after all the rejected ones.
+    team.allreduce(a.data(), b.data(), 16, Dtype::f32, Op::sum);
+    for (float value : b) bad += value != 3.0f;
+    __atomic_add_fetch(&failures->count, bad, __ATOMIC_RELAXED);
+  });
+  EXPECT_EQ(failures->count, 0);
+}
+
+TEST(Errors, RunRejectsBadTeamSize) {
+  try {
+    shmcoll::run(0, {}, [](shmcoll::Team&) {});
+    FAIL() << "run(0) was accepted";
+  } catch (const shmcoll::Error& error) {
+    EXPECT_EQ(error.code(), Errc::invalid_argument);
+    EXPECT_NE(std::string(error.what()).find("n must be at least 1"), std::string::npos);
+  }
+}
+
+TEST(Errors, AttachOutsideTheLauncherSaysHowToStart) {
+  unsetenv("SHMCOLL_RANK");
+  try {
+    shmcoll::Team::attach();
+    FAIL() << "attach without shmcoll-run was accepted";
+  } catch (const shmcoll::Error& error) {
+    EXPECT_EQ(error.code(), Errc::invalid_argument);
+    EXPECT_NE(std::string(error.what()).find("shmcoll-run"), std::string::npos);
+  }
+}
+
+}  // namespace

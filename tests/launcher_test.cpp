@@ -1,0 +1,108 @@
+// shmcoll-run: exit status rules, the failing rank named on stderr, and SIGINT stopping all.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "test_support.hpp"
+
+namespace {
+
+struct Result {
+  int status;
+  std::string stderr_text;
+};
+
+Result launch(const std::string& args) {
+  const std::string err_file =
+      std::filesystem::temp_directory_path() / ("shmcoll-run-test-" + std::to_string(getpid()));
+  const std::string command = std::string(SHMCOLL_RUN) + " " + args + " 2>" + err_file;
+  const int raw = std::system(command.c_str());
+  std::stringstream text;
+  text << std::ifstream(err_file).rdbuf();
+  std::filesystem::remove(err_file);
+  return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, text.str()};
+}
+
+const std::string child = LAUNCHER_CHILD;
+
+TEST(Launcher, AllRanksSucceedGivesZero) {
+  EXPECT_EQ(launch("-n 4 " + child + " allreduce").status, 0);
+  EXPECT_EQ(launch("-n 1 " + child + " allreduce").status, 0);
+  EXPECT_EQ(launch("-n 3 --bind-to core " + child + " allreduce").status, 0);
+}
+
+TEST(Launcher, FirstFailingRanksStatusIsReturnedAndNamed) {
+  const Result result = launch("-n 3 " + child + " exit-rank 1 7");
+  EXPECT_EQ(result.status, 7) << result.stderr_text;
+  EXPECT_NE(result.stderr_text.find("rank 1"), std::string::npos) << result.stderr_text;
+}
+
+TEST(Launcher, KilledRankGives128PlusSignalAndOthersSeePeerFailure) {
+  const auto shm_before = shmcoll::testing::dev_shm_entries();
+  const Result result = launch("-n 4 " + child + " kill-rank 2");
+  EXPECT_EQ(result.status, 128 + SIGKILL) << result.stderr_text;
+  EXPECT_NE(result.stderr_text.find("shmcoll-run: rank 2"), std::string::npos)
+      << result.stderr_text;
+  EXPECT_NE(result.stderr_text.find("SIGKILL"), std::string::npos) << result.stderr_text;
+  EXPECT_NE(result.stderr_text.find("peer_failed"), std::string::npos) << result.stderr_text;
+  EXPECT_EQ(shmcoll::testing::dev_shm_entries(), shm_before);
+}
+
+TEST(Launcher, SecondAttachIsRefused) {
+  EXPECT_EQ(launch("-n 2 " + child + " attach-twice").status, 0);
+}
+
+TEST(Launcher, MissingProgramIsReported) {
+  const Result result = launch("-n 2 /nonexistent/program");
+  EXPECT_EQ(result.status, 127);
+  EXPECT_NE(result.stderr_text.find("cannot execute"), std::string::npos) << result.stderr_text;
+}
+
+TEST(Launcher, BadArgumentsAreRejected) {
+  EXPECT_NE(launch("-n 0 " + child + " allreduce").status, 0);
+  EXPECT_NE(launch("--bind-to nowhere -n 2 " + child + " allreduce").status, 0);
+}
+
+TEST(Launcher, SigintStopsEveryRank) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("shmcoll-sigint-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const pid_t launcher = fork();
+  if (launcher == 0) {
+    execl(SHMCOLL_RUN, SHMCOLL_RUN, "-n", "3", child.c_str(), "barrier-forever", dir.c_str(),
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::vector<pid_t> ranks;
+  for (int wait_ms = 0; ranks.size() < 3 && wait_ms < 10'000; wait_ms += 20) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ranks.clear();
+    for (int rank = 0; rank < 3; ++rank) {
+      pid_t pid = 0;
+      std::ifstream(dir / ("rank." + std::to_string(rank))) >> pid;
+      if (pid > 0) ranks.push_back(pid);
+    }
+  }
+  ASSERT_EQ(ranks.size(), 3u);
+  kill(launcher, SIGINT);
+  int status = 0;
+  const auto start = std::chrono::steady_clock::now();
+  while (waitpid(launcher, &status, WNOHANG) == 0) {
+    ASSERT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5))
+        << "launcher hangs";
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0);
+  for (pid_t pid : ranks) EXPECT_NE(kill(pid, 0), 0) << "rank process " << pid << " survived";
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace

@@ -1,0 +1,128 @@
+// The shared segment: joining by name (the MPI layer's path), name removal, and refusal of
+// segments with a wrong magic, layout version, team size or file size.
+#include "shm/segment.hpp"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <vector>
+
+#include "shm/layout.hpp"
+#include "shmcoll/shmcoll.hpp"
+
+namespace {
+
+using shmcoll::Errc;
+namespace shm = shmcoll::shm;
+
+bool name_exists(const std::string& name) {
+  return access(("/dev/shm" + name).c_str(), F_OK) == 0;
+}
+
+TEST(Join, ProcessesNotForkedTogetherFormATeamAndTheNameIsRemoved) {
+  const std::string name = shmcoll::Team::unique_segment_name();
+  constexpr int kSize = 3;
+  std::vector<pid_t> children;
+  for (int rank = 1; rank < kSize; ++rank) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      int status = 0;
+      try {
+        shmcoll::Team team = shmcoll::Team::join(name, rank, kSize);
+        std::int64_t value = rank + 1, sum = 0;
+        team.allreduce(&value, &sum, 1, shmcoll::Dtype::i64, shmcoll::Op::sum);
+        status = sum == 6 ? 0 : 2;
+      } catch (const std::exception& error) {
+        std::fprintf(stderr, "child %d: %s\n", rank, error.what());
+        status = 1;
+      }
+      _exit(status);
+    }
+    children.push_back(pid);
+  }
+  shmcoll::Team team = shmcoll::Team::join(name, 0, kSize);
+  EXPECT_FALSE(name_exists(name)) << "the name must be gone once every member has mapped it";
+  std::int64_t value = 1, sum = 0;
+  team.allreduce(&value, &sum, 1, shmcoll::Dtype::i64, shmcoll::Op::sum);
+  EXPECT_EQ(sum, 6);
+  for (pid_t child : children) {
+    int status = 0;
+    waitpid(child, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  }
+}
+
+TEST(Join, SegmentIsPrivateToItsOwner) {
+  const std::string name = shmcoll::Team::unique_segment_name();
+  shm::Segment segment = shm::Segment::create_named(name, 2, 4096);
+  struct stat info {};
+  ASSERT_EQ(stat(("/dev/shm" + name).c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0600u);
+  shm::Segment::unlink_name(name);
+}
+
+// Writes a segment under `name` with the given identity and file size.
+void write_fake_segment(const std::string& name, shm::SegmentIdentity identity, std::size_t bytes) {
+  const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, static_cast<off_t>(bytes)), 0);
+  void* page = mmap(nullptr, shm::kPageBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  auto* header = new (page) shm::SegmentHeader{};
+  header->identity = identity;
+  header->initialized.store(1);
+  munmap(page, shm::kPageBytes);
+  close(fd);
+}
+
+void expect_refused(shm::SegmentIdentity identity, std::size_t bytes, int team_size,
+                    const char* word) {
+  const std::string name = shmcoll::Team::unique_segment_name();
+  write_fake_segment(name, identity, bytes);
+  try {
+    shmcoll::Team::join(name, 1, team_size);
+    ADD_FAILURE() << "a bad segment was accepted (expected complaint about " << word << ")";
+  } catch (const shmcoll::Error& error) {
+    EXPECT_EQ(error.code(), Errc::segment_mismatch) << error.what();
+    EXPECT_NE(std::string(error.what()).find(word), std::string::npos) << error.what();
+  }
+  shm::Segment::unlink_name(name);
+}
+
+TEST(Validation, WrongMagicVersionTeamSizeOrFileSizeIsRefused) {
+  const shm::SegmentLayout layout = shm::SegmentLayout::compute(2, 4096);
+  const shm::SegmentIdentity good{shm::kMagic, shm::kLayoutVersion, 2, layout.slot_bytes,
+                                  layout.total_bytes};
+  shm::SegmentIdentity bad_magic = good;
+  bad_magic.magic = 0x1234;
+  expect_refused(bad_magic, layout.total_bytes, 2, "magic");
+  shm::SegmentIdentity bad_version = good;
+  bad_version.layout_version = 99;
+  expect_refused(bad_version, layout.total_bytes, 2, "layout version");
+  expect_refused(good, layout.total_bytes, 3, "team of 2");
+  expect_refused(good, layout.total_bytes - shm::kPageBytes, 2, "size");
+}
+
+TEST(Layout, ControlLinesAndSlotsAreAlignedAndDisjoint) {
+  const shm::SegmentLayout layout = shm::SegmentLayout::compute(5, 10000);
+  EXPECT_EQ(layout.slot_bytes % shm::kPageBytes, 0u);
+  EXPECT_GE(layout.slot_bytes, 10000u);
+  EXPECT_EQ(layout.control_offset % shm::kLinePair, 0u);
+  EXPECT_EQ(layout.data_offset % shm::kPageBytes, 0u);
+  EXPECT_GE(layout.data_offset, layout.control_offset + 5 * sizeof(shm::RankControl));
+  EXPECT_EQ(layout.slot_offset(4, 1) + layout.slot_bytes, layout.total_bytes);
+}
+
+TEST(Rounds, SerialNumberComparisonSurvivesWraparound) {
+  EXPECT_TRUE(shm::round_reached(5, 5));
+  EXPECT_TRUE(shm::round_reached(6, 5));
+  EXPECT_FALSE(shm::round_reached(4, 5));
+  EXPECT_TRUE(shm::round_reached(2, 0xfffffffeu));  // wrapped past the target
+  EXPECT_FALSE(shm::round_reached(0xfffffffeu, 2));
+}
+
+}  // namespace

@@ -1,0 +1,19 @@
+# Sourced by run-tests and run-demo: installs the Debian 12 packages shmcoll needs when missing.
+# Needs root (or sudo) only when something is missing.
+
+SHMCOLL_BUILD_PACKAGES=(cmake g++ make pkg-config hwloc libhwloc-dev libnuma-dev libgtest-dev
+  libbenchmark-dev libcli11-dev)
+
+ensure_packages() {
+  local missing=()
+  for package in "$@"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
+      missing+=("$package")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "installing: ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
