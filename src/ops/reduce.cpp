@@ -18,7 +18,7 @@ using WrapType =
 
 template <typename T>
 struct Sum {
-  T operator()(T a, T b) const {
+  [[gnu::always_inline]] T operator()(T a, T b) const {
     if constexpr (std::is_integral_v<T>)
       return static_cast<T>(WrapType<T>(a) + WrapType<T>(b));
     else
@@ -27,7 +27,7 @@ struct Sum {
 };
 template <typename T>
 struct Prod {
-  T operator()(T a, T b) const {
+  [[gnu::always_inline]] T operator()(T a, T b) const {
     if constexpr (std::is_integral_v<T>)
       return static_cast<T>(WrapType<T>(a) * WrapType<T>(b));
     else
@@ -36,18 +36,18 @@ struct Prod {
 };
 template <typename T>
 struct Min {
-  T operator()(T a, T b) const { return b < a ? b : a; }
+  [[gnu::always_inline]] T operator()(T a, T b) const { return b < a ? b : a; }
 };
 template <typename T>
 struct Max {
-  T operator()(T a, T b) const { return a < b ? b : a; }
+  [[gnu::always_inline]] T operator()(T a, T b) const { return a < b ? b : a; }
 };
 
 // Inputs usually sit in another core's cache, and the hardware prefetcher stops at every page
 // boundary, so each block asks for the whole next block before it starts computing.
 template <typename T>
-void prefetch_next_block(const void* const* inputs, int input_count, std::size_t next,
-                         std::size_t count) {
+[[gnu::always_inline]] inline void prefetch_next_block(const void* const* inputs, int input_count,
+                                                       std::size_t next, std::size_t count) {
   constexpr std::size_t kBlock = 8192 / sizeof(T);
   constexpr std::size_t kLine = 64 / sizeof(T);
   const std::size_t end = std::min(count, next + kBlock);
@@ -71,7 +71,8 @@ bool overlaps_late_input(const void* out, const void* const* inputs, int input_c
 // The first pass combines inputs 0 and 1 straight into `out`, which is safe when `out` aliases one
 // of them; when it aliases a later input, the block is built in a private buffer instead.
 template <typename T, typename Combine>
-void reduce_blocks(T* out, const void* const* inputs, int input_count, std::size_t count) {
+[[gnu::always_inline]] inline void reduce_blocks(T* out, const void* const* inputs, int input_count,
+                                                 std::size_t count) {
   constexpr std::size_t kBlock = 8192 / sizeof(T);
   const Combine combine;
   const auto input = [inputs](int k) { return static_cast<const T*>(inputs[k]); };
@@ -97,7 +98,8 @@ void reduce_blocks(T* out, const void* const* inputs, int input_count, std::size
 }
 
 template <typename T>
-void reduce_typed(Op op, void* out, const void* const* inputs, int input_count, std::size_t count) {
+[[gnu::always_inline]] inline void reduce_typed(Op op, void* out, const void* const* inputs,
+                                                int input_count, std::size_t count) {
   T* typed_out = static_cast<T*>(out);
   switch (op) {
     case Op::sum:
@@ -112,31 +114,57 @@ void reduce_typed(Op op, void* out, const void* const* inputs, int input_count, 
   fail(Errc::invalid_argument, "op ", static_cast<int>(op), " is not a shmcoll::Op");
 }
 
+// One entry point per type, compiled for AVX-512 (x86-64-v4), AVX2 (v3) and the baseline; the
+// loader picks the best the CPU supports (GCC function multiversioning through an ifunc).
+#if defined(__x86_64__)
+#define SHMCOLL_SIMD_CLONES \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define SHMCOLL_SIMD_CLONES
+#endif
+
+#define SHMCOLL_DEFINE_KERNEL(name, T)                                                        \
+  SHMCOLL_SIMD_CLONES void name(Op op, void* out, const void* const* inputs, int input_count, \
+                                std::size_t count) {                                          \
+    reduce_typed<T>(op, out, inputs, input_count, count);                                     \
+  }
+
+SHMCOLL_DEFINE_KERNEL(reduce_i8, std::int8_t)
+SHMCOLL_DEFINE_KERNEL(reduce_i16, std::int16_t)
+SHMCOLL_DEFINE_KERNEL(reduce_i32, std::int32_t)
+SHMCOLL_DEFINE_KERNEL(reduce_i64, std::int64_t)
+SHMCOLL_DEFINE_KERNEL(reduce_u8, std::uint8_t)
+SHMCOLL_DEFINE_KERNEL(reduce_u16, std::uint16_t)
+SHMCOLL_DEFINE_KERNEL(reduce_u32, std::uint32_t)
+SHMCOLL_DEFINE_KERNEL(reduce_u64, std::uint64_t)
+SHMCOLL_DEFINE_KERNEL(reduce_f32, float)
+SHMCOLL_DEFINE_KERNEL(reduce_f64, double)
+
 }  // namespace
 
 void reduce_kary(Dtype dtype, Op op, void* out, const void* const* inputs, int input_count,
                  std::size_t count) {
   switch (dtype) {
     case Dtype::i8:
-      return reduce_typed<std::int8_t>(op, out, inputs, input_count, count);
+      return reduce_i8(op, out, inputs, input_count, count);
     case Dtype::i16:
-      return reduce_typed<std::int16_t>(op, out, inputs, input_count, count);
+      return reduce_i16(op, out, inputs, input_count, count);
     case Dtype::i32:
-      return reduce_typed<std::int32_t>(op, out, inputs, input_count, count);
+      return reduce_i32(op, out, inputs, input_count, count);
     case Dtype::i64:
-      return reduce_typed<std::int64_t>(op, out, inputs, input_count, count);
+      return reduce_i64(op, out, inputs, input_count, count);
     case Dtype::u8:
-      return reduce_typed<std::uint8_t>(op, out, inputs, input_count, count);
+      return reduce_u8(op, out, inputs, input_count, count);
     case Dtype::u16:
-      return reduce_typed<std::uint16_t>(op, out, inputs, input_count, count);
+      return reduce_u16(op, out, inputs, input_count, count);
     case Dtype::u32:
-      return reduce_typed<std::uint32_t>(op, out, inputs, input_count, count);
+      return reduce_u32(op, out, inputs, input_count, count);
     case Dtype::u64:
-      return reduce_typed<std::uint64_t>(op, out, inputs, input_count, count);
+      return reduce_u64(op, out, inputs, input_count, count);
     case Dtype::f32:
-      return reduce_typed<float>(op, out, inputs, input_count, count);
+      return reduce_f32(op, out, inputs, input_count, count);
     case Dtype::f64:
-      return reduce_typed<double>(op, out, inputs, input_count, count);
+      return reduce_f64(op, out, inputs, input_count, count);
   }
   fail(Errc::invalid_argument, "dtype ", static_cast<int>(dtype), " is not a shmcoll::Dtype");
 }
