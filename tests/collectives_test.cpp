@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "shm/layout.hpp"
 #include "shmcoll/shmcoll.hpp"
 #include "test_support.hpp"
 
@@ -117,9 +118,11 @@ int check_bcast(shmcoll::Team& team, std::size_t count, int root) {
   return report_mismatches("bcast", data, want, team.rank(), count, root, false);
 }
 
+// Zero, tiny, both sides of the message-line payload, and both sides of the slot size.
 std::vector<std::size_t> interesting_counts(std::size_t element_bytes) {
   const std::size_t slot = kSlotBytes / element_bytes;
-  return {0, 1, 7, slot - 1, slot, slot + 1, 3 * slot + 5};
+  const std::size_t message = shmcoll::shm::kMessageBytes / element_bytes;
+  return {0, 1, 7, message, message + 1, slot - 1, slot, slot + 1, 3 * slot + 5};
 }
 
 // Counts x roots x in-place for one element type and op.
@@ -165,12 +168,15 @@ class Collectives : public ::testing::TestWithParam<int> {
 };
 
 TEST_P(Collectives, MatchReferenceAtEveryCountRootAndInPlaceWithEachAlgorithm) {
-  for (const char* algorithms : {"small", "large"}) {
-    const bool small = std::string(algorithms) == "small";
-    ScopedEnv allreduce("SHMCOLL_ALLREDUCE_ALGORITHM",
-                        small ? "allreduce_all_read" : "allreduce_slices");
-    ScopedEnv reduce("SHMCOLL_REDUCE_ALGORITHM", small ? "reduce_root_reads" : "reduce_slices");
-    SCOPED_TRACE(algorithms);
+  // Inline applies where the payload fits a message line; larger counts then go by size.
+  const std::pair<const char*, const char*> algorithms[] = {
+      {"allreduce_inline", "reduce_inline"},
+      {"allreduce_all_read", "reduce_root_reads"},
+      {"allreduce_slices", "reduce_slices"}};
+  for (const auto& [allreduce_algorithm, reduce_algorithm] : algorithms) {
+    ScopedEnv allreduce("SHMCOLL_ALLREDUCE_ALGORITHM", allreduce_algorithm);
+    ScopedEnv reduce("SHMCOLL_REDUCE_ALGORITHM", reduce_algorithm);
+    SCOPED_TRACE(allreduce_algorithm);
     run_on_team([](shmcoll::Team& team) {
       return sweep<float>(team, Op::sum) + sweep<std::int8_t>(team, Op::sum) +
              sweep<double>(team, Op::max);

@@ -2,10 +2,25 @@
 
 #include "coll/chunks.hpp"
 #include "coll/collectives.hpp"
+#include "ops/reduce.hpp"
 
 namespace shmcoll::coll {
 
 namespace {
+
+// One round: my payload goes into a message line; every rank reads each peer's line (flag and
+// data arrive together) and reduces in rank order.
+void allreduce_inline(Context& ctx, const std::byte* send, std::byte* recv, std::size_t count,
+                      Dtype dtype, Op op) {
+  shm::Rounds& rounds = ctx.rounds;
+  const std::uint32_t round = rounds.begin();
+  rounds.wait_slot_free(round);
+  rounds.publish_message(round, send, count * dtype_size(dtype));
+  for (std::uint32_t peer = 0; peer < rounds.size(); ++peer) {
+    ctx.inputs[peer] = peer == rounds.rank() ? send : rounds.wait_message(peer, round);
+  }
+  ops::reduce_kary(dtype, op, recv, ctx.inputs.data(), static_cast<int>(rounds.size()), count);
+}
 
 // One round per chunk: publish my chunk, then reduce every rank's chunk myself. Every rank
 // evaluates the same expression in rank order, so results are bitwise equal everywhere.
@@ -40,9 +55,12 @@ void allreduce_slices(Context& ctx, const std::byte* send, std::byte* recv, std:
 }  // namespace
 
 void allreduce(Context& ctx, const void* send, void* recv, std::size_t count, Dtype dtype, Op op) {
+  if (count == 0) return;  // counts agree on every rank, so all skip the rounds alike
   const auto* in = static_cast<const std::byte*>(send);
   auto* out = static_cast<std::byte*>(recv);
   switch (select_allreduce(ctx.tunables, count * dtype_size(dtype))) {
+    case Algorithm::allreduce_inline:
+      return allreduce_inline(ctx, in, out, count, dtype, op);
     case Algorithm::allreduce_slices:
       return allreduce_slices(ctx, in, out, count, dtype, op);
     default:

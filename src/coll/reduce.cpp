@@ -1,3 +1,5 @@
+#include "ops/reduce.hpp"
+
 #include <cstring>
 
 #include "coll/chunks.hpp"
@@ -6,6 +8,23 @@
 namespace shmcoll::coll {
 
 namespace {
+
+// One round: everyone but the root posts its payload in a message line; the root reduces them.
+void reduce_inline(Context& ctx, const std::byte* send, std::byte* recv, std::size_t count,
+                   Dtype dtype, Op op, std::uint32_t root) {
+  shm::Rounds& rounds = ctx.rounds;
+  const std::uint32_t round = rounds.begin();
+  if (rounds.rank() != root) {
+    rounds.wait_slot_free(round);
+    rounds.publish_message(round, send, count * dtype_size(dtype));
+    return;
+  }
+  rounds.publish(round);
+  for (std::uint32_t peer = 0; peer < rounds.size(); ++peer) {
+    ctx.inputs[peer] = peer == root ? send : rounds.wait_message(peer, round);
+  }
+  ops::reduce_kary(dtype, op, recv, ctx.inputs.data(), static_cast<int>(rounds.size()), count);
+}
 
 // One round per chunk: everyone but the root publishes its chunk; the root reduces them all.
 void reduce_root_reads(Context& ctx, const std::byte* send, std::byte* recv, std::size_t count,
@@ -43,10 +62,13 @@ void reduce_slices(Context& ctx, const std::byte* send, std::byte* recv, std::si
 
 void reduce(Context& ctx, const void* send, void* recv, std::size_t count, Dtype dtype, Op op,
             int root) {
+  if (count == 0) return;  // counts agree on every rank, so all skip the rounds alike
   const auto* in = static_cast<const std::byte*>(send);
   auto* out = static_cast<std::byte*>(recv);
   const auto root_rank = static_cast<std::uint32_t>(root);
   switch (select_reduce(ctx.tunables, count * dtype_size(dtype))) {
+    case Algorithm::reduce_inline:
+      return reduce_inline(ctx, in, out, count, dtype, op, root_rank);
     case Algorithm::reduce_slices:
       return reduce_slices(ctx, in, out, count, dtype, op, root_rank);
     default:

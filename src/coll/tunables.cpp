@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "shm/layout.hpp"
 #include "util/fail.hpp"
 
 namespace shmcoll::coll {
@@ -22,8 +23,10 @@ constexpr TunableInfo kTunables[] = {
     {"SHMCOLL_SPIN_NS", "50000, or 2000 when ranks outnumber cores",
      "busy-wait before sleeping on a futex"},
     {"SHMCOLL_TIMEOUT_MS", "0 (off)", "a wait longer than this fails with timeout"},
-    {"SHMCOLL_ALLREDUCE_ALGORITHM", "auto", "force allreduce_all_read or allreduce_slices"},
-    {"SHMCOLL_REDUCE_ALGORITHM", "auto", "force reduce_root_reads or reduce_slices"},
+    {"SHMCOLL_ALLREDUCE_ALGORITHM", "auto",
+     "force allreduce_inline (<= 120 bytes), allreduce_all_read or allreduce_slices"},
+    {"SHMCOLL_REDUCE_ALGORITHM", "auto",
+     "force reduce_inline (<= 120 bytes), reduce_root_reads or reduce_slices"},
 };
 
 long long env_number(const char* name, long long fallback) {
@@ -57,14 +60,16 @@ long long env_number(const char* name, long long fallback) {
   return value;
 }
 
-int env_algorithm(const char* name, Algorithm first, Algorithm second) {
+int env_algorithm(const char* name, std::initializer_list<Algorithm> choices) {
   const char* text = std::getenv(name);
   if (!text || !*text || std::string(text) == "auto") return -1;
-  for (Algorithm candidate : {first, second}) {
+  std::string allowed = "auto";
+  for (Algorithm candidate : choices) {
     if (std::string(text) == algorithm_name(candidate)) return static_cast<int>(candidate);
+    allowed += std::string(", ") + algorithm_name(candidate);
   }
-  fail(Errc::invalid_argument, "environment variable ", name, "=\"", text, "\" must be auto, ",
-       algorithm_name(first), " or ", algorithm_name(second));
+  fail(Errc::invalid_argument, "environment variable ", name, "=\"", text, "\" must be one of ",
+       allowed);
 }
 
 }  // namespace
@@ -75,10 +80,14 @@ const char* algorithm_name(Algorithm algorithm) {
       return "barrier_flat";
     case Algorithm::bcast_pipelined:
       return "bcast_pipelined";
+    case Algorithm::reduce_inline:
+      return "reduce_inline";
     case Algorithm::reduce_root_reads:
       return "reduce_root_reads";
     case Algorithm::reduce_slices:
       return "reduce_slices";
+    case Algorithm::allreduce_inline:
+      return "allreduce_inline";
     case Algorithm::allreduce_all_read:
       return "allreduce_all_read";
     case Algorithm::allreduce_slices:
@@ -96,21 +105,35 @@ Tunables Tunables::from_env(std::uint32_t team_size) {
   t.reduce_small_max = static_cast<std::size_t>(env_number("SHMCOLL_REDUCE_SMALL_MAX", 16 << 10));
   t.spin_ns = static_cast<long>(env_number("SHMCOLL_SPIN_NS", oversubscribed ? 2'000 : 50'000));
   t.timeout_ms = static_cast<long>(env_number("SHMCOLL_TIMEOUT_MS", 0));
-  t.forced_allreduce = env_algorithm("SHMCOLL_ALLREDUCE_ALGORITHM", Algorithm::allreduce_all_read,
-                                     Algorithm::allreduce_slices);
-  t.forced_reduce = env_algorithm("SHMCOLL_REDUCE_ALGORITHM", Algorithm::reduce_root_reads,
-                                  Algorithm::reduce_slices);
+  t.forced_allreduce = env_algorithm(
+      "SHMCOLL_ALLREDUCE_ALGORITHM",
+      {Algorithm::allreduce_inline, Algorithm::allreduce_all_read, Algorithm::allreduce_slices});
+  t.forced_reduce = env_algorithm(
+      "SHMCOLL_REDUCE_ALGORITHM",
+      {Algorithm::reduce_inline, Algorithm::reduce_root_reads, Algorithm::reduce_slices});
   return t;
 }
 
+// A forced algorithm applies where it can: an inline one only when the payload fits a message
+// line; otherwise the choice falls back to size.
 Algorithm select_reduce(const Tunables& tunables, std::size_t bytes) {
-  if (tunables.forced_reduce >= 0) return static_cast<Algorithm>(tunables.forced_reduce);
+  const bool fits_message = bytes <= shm::kMessageBytes;
+  const auto forced = static_cast<Algorithm>(tunables.forced_reduce);
+  if (tunables.forced_reduce >= 0 && (fits_message || forced != Algorithm::reduce_inline)) {
+    return forced;
+  }
+  if (fits_message) return Algorithm::reduce_inline;
   return bytes <= tunables.reduce_small_max ? Algorithm::reduce_root_reads
                                             : Algorithm::reduce_slices;
 }
 
 Algorithm select_allreduce(const Tunables& tunables, std::size_t bytes) {
-  if (tunables.forced_allreduce >= 0) return static_cast<Algorithm>(tunables.forced_allreduce);
+  const bool fits_message = bytes <= shm::kMessageBytes;
+  const auto forced = static_cast<Algorithm>(tunables.forced_allreduce);
+  if (tunables.forced_allreduce >= 0 && (fits_message || forced != Algorithm::allreduce_inline)) {
+    return forced;
+  }
+  if (fits_message) return Algorithm::allreduce_inline;
   return bytes <= tunables.allreduce_small_max ? Algorithm::allreduce_all_read
                                                : Algorithm::allreduce_slices;
 }

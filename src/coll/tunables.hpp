@@ -11,8 +11,10 @@ namespace shmcoll::coll {
 enum class Algorithm {
   barrier_flat,        // everyone publishes a round and waits for all
   bcast_pipelined,     // root copies chunks into its two slots alternately; readers copy out
+  reduce_inline,       // <= 120 bytes: everyone posts a message line pair; root reduces them
   reduce_root_reads,   // everyone copies in; root reduces all slots itself
   reduce_slices,       // every rank reduces a slice of each chunk; root gathers the slices
+  allreduce_inline,    // <= 120 bytes: as all_read, through message line pairs
   allreduce_all_read,  // everyone copies in, then every rank reduces all slots itself
   allreduce_slices,    // reduce-scatter then allgather through the slots, chunk by chunk
 };

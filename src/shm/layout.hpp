@@ -5,8 +5,13 @@
 //                                             creator before `initialized`; then, each on its own
 //                                             128-byte line pair: the abort word, the sleeper
 //                                             count and the attach count.
-//   control_offset         RankControl[n]    one 128-byte line pair per rank, written only by that
-//                                             rank: its round number (a futex word) and its pid.
+//   control_offset         RankControl[n]    per rank, written only by that rank: a 128-byte line
+//                                             pair with its round number (a futex word) and pid,
+//                                             then two message line pairs (by round parity) that
+//                                             carry payloads of up to kMessageBytes beside their
+//                                             own round number, so a reader gets flag and data in
+//                                             one transfer (the adjacent-line prefetcher brings
+//                                             the pair's second line with the first).
 //   data_offset            slots             per rank two page-aligned slots of slot_bytes, used by
 //                                             round parity; written only by their owner.
 //
@@ -26,7 +31,7 @@ namespace shmcoll::shm {
 inline constexpr std::size_t kLinePair = 128;  // adjacent-line prefetch makes 64 B lines act as 128
 inline constexpr std::size_t kPageBytes = 4096;
 inline constexpr std::uint64_t kMagic = 0x4c4f43434d4853ull;  // "SHMCCOL"
-inline constexpr std::uint32_t kLayoutVersion = 1;
+inline constexpr std::uint32_t kLayoutVersion = 2;
 
 // What a member checks before trusting a segment; written once by the creator.
 struct SegmentIdentity {
@@ -49,11 +54,20 @@ struct SegmentHeader {
 };
 static_assert(sizeof(SegmentHeader) <= kPageBytes);
 
+inline constexpr std::size_t kMessageBytes = 120;
+
+struct alignas(kLinePair) MessageLine {
+  std::atomic<std::uint32_t> round;  // set (release) after `data` holds this round's payload
+  alignas(8) std::byte data[kMessageBytes];  // 8-aligned for every element type up to 64 bits
+};
+static_assert(sizeof(MessageLine) == kLinePair);
+
 struct alignas(kLinePair) RankControl {
   std::atomic<std::uint32_t> round;
   std::atomic<std::int32_t> pid;
+  MessageLine messages[2];
 };
-static_assert(sizeof(RankControl) == kLinePair);
+static_assert(sizeof(RankControl) == 3 * kLinePair);
 
 inline bool round_reached(std::uint32_t value, std::uint32_t target) {
   return static_cast<std::int32_t>(value - target) >= 0;

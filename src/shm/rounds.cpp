@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 
 #include "shm/futex.hpp"
 #include "util/fail.hpp"
@@ -23,7 +25,8 @@ Rounds::Rounds(Segment segment, std::uint32_t rank, WaitPolicy policy)
     : segment_(std::move(segment)),
       rank_(rank),
       size_(segment_.layout().team_size),
-      policy_(policy) {}
+      policy_(policy),
+      known_(size_, 0) {}
 
 void Rounds::join_team() {
   segment_.control(rank_).pid.store(static_cast<std::int32_t>(getpid()), std::memory_order_release);
@@ -36,10 +39,43 @@ void Rounds::join_team() {
 
 void Rounds::publish(std::uint32_t round) {
   auto& word = segment_.control(rank_).round;
-  // seq_cst store + seq_cst load of `sleepers` pairs with the sleeper's increment-then-recheck, so
-  // either the sleeper sees the new round or we see the sleeper and wake it.
-  word.store(round, std::memory_order_seq_cst);
-  if (segment_.header().sleepers.load(std::memory_order_seq_cst) != 0) futex_wake_all(word);
+  // A release store, so publishing never stalls on the store buffer (a seq_cst store would cost a
+  // cache-line round trip per round). A sleeper increments `sleepers` (seq_cst) before re-reading
+  // the word, and FUTEX_WAIT re-checks the word in the kernel, so a wake-up can only be missed
+  // if our store stays buffered for the whole futex system call; even then the sleeper wakes
+  // after its sleep slice and sees the round.
+  word.store(round, std::memory_order_release);
+  if (segment_.header().sleepers.load(std::memory_order_acquire) != 0) futex_wake_all(word);
+}
+
+void Rounds::publish_message(std::uint32_t round, const void* data, std::size_t bytes) {
+  if (bytes > kMessageBytes) {
+    fail(Errc::invalid_argument, "rank ", rank_, ": a message of ", bytes,
+         " bytes does not fit a message line (", kMessageBytes, " bytes)");
+  }
+  MessageLine& line = segment_.control(rank_).messages[round & 1];
+  if (bytes > 0) std::memcpy(line.data, data, bytes);
+  line.round.store(round, std::memory_order_release);
+  publish(round);
+}
+
+const std::byte* Rounds::wait_message(std::uint32_t peer, std::uint32_t round) {
+  const MessageLine& line = segment_.control(peer).messages[round & 1];
+  if (!round_reached(known_[peer], round)) {
+    // Spin on the message line itself: flag and payload arrive in one transfer.
+    const long spin_limit = std::clamp(policy_.spin_ns / 16, 16L, 4096L);  // ~16 ns per pause
+    bool arrived = false;
+    for (long spins = 0; spins < spin_limit && !arrived; ++spins) {
+      arrived = round_reached(line.round.load(std::memory_order_acquire), round);
+      if (!arrived) cpu_relax();
+    }
+    if (arrived) {
+      known_[peer] = round;
+    } else {
+      wait_for(peer, round);  // the full wait: futex sleep, abort word, peer liveness
+    }
+  }
+  return line.data;
 }
 
 void Rounds::fail_aborted(std::uint32_t peer) const {
@@ -56,7 +92,12 @@ void Rounds::fail_aborted(std::uint32_t peer) const {
 void Rounds::wait_slow(std::uint32_t peer, std::uint32_t round) {
   auto& word = segment_.control(peer).round;
   auto& header = segment_.header();
-  auto reached = [&] { return round_reached(word.load(std::memory_order_acquire), round); };
+  auto reached = [&] {
+    const std::uint32_t seen = word.load(std::memory_order_acquire);
+    if (!round_reached(seen, round)) return false;
+    known_[peer] = seen;
+    return true;
+  };
 
   const long long start = now_ns();
   for (unsigned spins = 1;; ++spins) {

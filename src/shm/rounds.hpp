@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "shm/peer_watch.hpp"
 #include "shm/segment.hpp"
@@ -35,10 +36,20 @@ class Rounds {
   void wait_slot_free(std::uint32_t round) { wait_for_all(round - 1); }
   void publish(std::uint32_t round);
   void wait_for(std::uint32_t peer, std::uint32_t round) {
-    if (!round_reached(segment_.control(peer).round.load(std::memory_order_acquire), round)) {
-      wait_slow(peer, round);
+    if (round_reached(known_[peer], round)) return;
+    const std::uint32_t seen = segment_.control(peer).round.load(std::memory_order_acquire);
+    if (round_reached(seen, round)) {
+      known_[peer] = seen;
+      return;
     }
+    wait_slow(peer, round);
   }
+
+  // Small payloads (<= kMessageBytes) travel in message lines instead of slots; the round rule
+  // is the same. Callers wait_slot_free(round) first; readers call wait_message(peer, round) and
+  // read the returned bytes.
+  void publish_message(std::uint32_t round, const void* data, std::size_t bytes);
+  const std::byte* wait_message(std::uint32_t peer, std::uint32_t round);
   void wait_for_all(std::uint32_t round) {
     for (std::uint32_t peer = 0; peer < size_; ++peer) {
       if (peer != rank_) wait_for(peer, round);
@@ -60,6 +71,8 @@ class Rounds {
   std::uint32_t size_;
   std::uint32_t round_ = 0;
   WaitPolicy policy_;
+  // Highest round seen per peer: a round a peer is known to have reached needs no shared read.
+  std::vector<std::uint32_t> known_;
 };
 
 }  // namespace shmcoll::shm
