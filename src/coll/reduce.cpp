@@ -66,7 +66,7 @@ void reduce(Context& ctx, const void* send, void* recv, std::size_t count, Dtype
   const auto* in = static_cast<const std::byte*>(send);
   auto* out = static_cast<std::byte*>(recv);
   const auto root_rank = static_cast<std::uint32_t>(root);
-  switch (select_reduce(ctx.tunables, count * dtype_size(dtype))) {
+  switch (select_reduce(ctx.tunables, count * dtype_size(dtype), ctx.rounds.size())) {
     case Algorithm::reduce_inline:
       return reduce_inline(ctx, in, out, count, dtype, op, root_rank);
     case Algorithm::reduce_slices:

@@ -25,6 +25,7 @@ struct Tunables {
   std::size_t slot_bytes;           // SHMCOLL_SLOT_BYTES
   std::size_t allreduce_small_max;  // SHMCOLL_ALLREDUCE_SMALL_MAX
   std::size_t reduce_small_max;     // SHMCOLL_REDUCE_SMALL_MAX
+  std::uint32_t slices_min_ranks;   // SHMCOLL_SLICES_MIN_RANKS
   long spin_ns;                     // SHMCOLL_SPIN_NS (default depends on oversubscription)
   long timeout_ms;                  // SHMCOLL_TIMEOUT_MS
   int forced_allreduce;             // SHMCOLL_ALLREDUCE_ALGORITHM (-1: by size)
@@ -34,8 +35,8 @@ struct Tunables {
   static Tunables from_env(std::uint32_t team_size);
 };
 
-Algorithm select_reduce(const Tunables& tunables, std::size_t bytes);
-Algorithm select_allreduce(const Tunables& tunables, std::size_t bytes);
+Algorithm select_reduce(const Tunables& tunables, std::size_t bytes, std::uint32_t ranks);
+Algorithm select_allreduce(const Tunables& tunables, std::size_t bytes, std::uint32_t ranks);
 
 struct TunableInfo {
   const char* env;
