@@ -194,9 +194,10 @@ double median_of(std::vector<double> values) {
 
 void print_table(const std::string& coll, const Config& config, const std::vector<Row>& rows,
                  const bench::References& refs) {
-  std::printf("\n# shmcoll %s, %d ranks, %s %s, median of %d samples (each the slowest rank)\n",
-              coll.c_str(), config.ranks, shmcoll::dtype_name(config.dtype),
-              shmcoll::op_name(config.op), config.iters);
+  const bool reduces = coll == "reduce" || coll == "allreduce";
+  std::printf("\n# shmcoll %s, %d ranks, %s%s%s, median of %d samples (each the slowest rank)\n",
+              coll.c_str(), config.ranks, shmcoll::dtype_name(config.dtype), reduces ? " " : "",
+              reduces ? shmcoll::op_name(config.op) : "", config.iters);
   std::printf("%10s %12s %10s %10s %10s %12s %14s\n", "bytes", "median_us", "min_us", "max_us",
               "GB/s", "memcpy_us", "x_line_floor");
   for (const Row& row : rows) {

@@ -169,13 +169,18 @@ class Collectives : public ::testing::TestWithParam<int> {
 
 TEST_P(Collectives, MatchReferenceAtEveryCountRootAndInPlaceWithEachAlgorithm) {
   // Inline applies where the payload fits a message line; larger counts then go by size.
-  const std::pair<const char*, const char*> algorithms[] = {
-      {"allreduce_inline", "reduce_inline"},
-      {"allreduce_all_read", "reduce_root_reads"},
-      {"allreduce_slices", "reduce_slices"}};
-  for (const auto& [allreduce_algorithm, reduce_algorithm] : algorithms) {
+  struct Choice {
+    const char* allreduce;
+    const char* reduce;
+    const char* bcast;
+  };
+  const Choice algorithms[] = {{"allreduce_inline", "reduce_inline", "bcast_inline"},
+                               {"allreduce_all_read", "reduce_root_reads", "bcast_pipelined"},
+                               {"allreduce_slices", "reduce_slices", "bcast_pipelined"}};
+  for (const auto& [allreduce_algorithm, reduce_algorithm, bcast_algorithm] : algorithms) {
     ScopedEnv allreduce("SHMCOLL_ALLREDUCE_ALGORITHM", allreduce_algorithm);
     ScopedEnv reduce("SHMCOLL_REDUCE_ALGORITHM", reduce_algorithm);
+    ScopedEnv bcast("SHMCOLL_BCAST_ALGORITHM", bcast_algorithm);
     SCOPED_TRACE(allreduce_algorithm);
     run_on_team([](shmcoll::Team& team) {
       return sweep<float>(team, Op::sum) + sweep<std::int8_t>(team, Op::sum) +

@@ -28,6 +28,7 @@ constexpr TunableInfo kTunables[] = {
     {"SHMCOLL_TIMEOUT_MS", "0 (off)", "a wait longer than this fails with timeout"},
     {"SHMCOLL_ALLREDUCE_ALGORITHM", "auto",
      "force allreduce_inline (<= 120 bytes), allreduce_all_read or allreduce_slices"},
+    {"SHMCOLL_BCAST_ALGORITHM", "auto", "force bcast_inline (<= 120 bytes) or bcast_pipelined"},
     {"SHMCOLL_REDUCE_ALGORITHM", "auto",
      "force reduce_inline (<= 120 bytes), reduce_root_reads or reduce_slices"},
 };
@@ -81,6 +82,8 @@ const char* algorithm_name(Algorithm algorithm) {
   switch (algorithm) {
     case Algorithm::barrier_flat:
       return "barrier_flat";
+    case Algorithm::bcast_inline:
+      return "bcast_inline";
     case Algorithm::bcast_pipelined:
       return "bcast_pipelined";
     case Algorithm::reduce_inline:
@@ -112,34 +115,43 @@ Tunables Tunables::from_env(std::uint32_t team_size) {
   t.forced_allreduce = env_algorithm(
       "SHMCOLL_ALLREDUCE_ALGORITHM",
       {Algorithm::allreduce_inline, Algorithm::allreduce_all_read, Algorithm::allreduce_slices});
+  t.forced_bcast = env_algorithm("SHMCOLL_BCAST_ALGORITHM",
+                                 {Algorithm::bcast_inline, Algorithm::bcast_pipelined});
   t.forced_reduce = env_algorithm(
       "SHMCOLL_REDUCE_ALGORITHM",
       {Algorithm::reduce_inline, Algorithm::reduce_root_reads, Algorithm::reduce_slices});
   return t;
 }
 
+namespace {
+
 // A forced algorithm applies where it can: an inline one only when the payload fits a message
-// line; otherwise the choice falls back to size.
-Algorithm select_reduce(const Tunables& tunables, std::size_t bytes, std::uint32_t ranks) {
+// line. Otherwise: inline when it fits, else `larger`.
+Algorithm choose(int forced, Algorithm inline_algorithm, std::size_t bytes, Algorithm larger) {
   const bool fits_message = bytes <= shm::kMessageBytes;
-  const auto forced = static_cast<Algorithm>(tunables.forced_reduce);
-  if (tunables.forced_reduce >= 0 && (fits_message || forced != Algorithm::reduce_inline)) {
-    return forced;
+  const auto forced_algorithm = static_cast<Algorithm>(forced);
+  if (forced >= 0 && (fits_message || forced_algorithm != inline_algorithm)) {
+    return forced_algorithm;
   }
-  if (fits_message) return Algorithm::reduce_inline;
+  return fits_message ? inline_algorithm : larger;
+}
+
+}  // namespace
+
+Algorithm select_bcast(const Tunables& tunables, std::size_t bytes) {
+  return choose(tunables.forced_bcast, Algorithm::bcast_inline, bytes, Algorithm::bcast_pipelined);
+}
+
+Algorithm select_reduce(const Tunables& tunables, std::size_t bytes, std::uint32_t ranks) {
   const bool slices = bytes > tunables.reduce_small_max && ranks >= tunables.slices_min_ranks;
-  return slices ? Algorithm::reduce_slices : Algorithm::reduce_root_reads;
+  return choose(tunables.forced_reduce, Algorithm::reduce_inline, bytes,
+                slices ? Algorithm::reduce_slices : Algorithm::reduce_root_reads);
 }
 
 Algorithm select_allreduce(const Tunables& tunables, std::size_t bytes, std::uint32_t ranks) {
-  const bool fits_message = bytes <= shm::kMessageBytes;
-  const auto forced = static_cast<Algorithm>(tunables.forced_allreduce);
-  if (tunables.forced_allreduce >= 0 && (fits_message || forced != Algorithm::allreduce_inline)) {
-    return forced;
-  }
-  if (fits_message) return Algorithm::allreduce_inline;
   const bool slices = bytes > tunables.allreduce_small_max && ranks >= tunables.slices_min_ranks;
-  return slices ? Algorithm::allreduce_slices : Algorithm::allreduce_all_read;
+  return choose(tunables.forced_allreduce, Algorithm::allreduce_inline, bytes,
+                slices ? Algorithm::allreduce_slices : Algorithm::allreduce_all_read);
 }
 
 std::span<const TunableInfo> tunable_table() {

@@ -10,6 +10,7 @@ namespace shmcoll::coll {
 
 enum class Algorithm {
   barrier_flat,        // everyone publishes a round and waits for all
+  bcast_inline,        // <= 120 bytes: root posts a message line pair; readers copy it out
   bcast_pipelined,     // root copies chunks into its two slots alternately; readers copy out
   reduce_inline,       // <= 120 bytes: everyone posts a message line pair; root reduces them
   reduce_root_reads,   // everyone copies in; root reduces all slots itself
@@ -29,12 +30,14 @@ struct Tunables {
   long spin_ns;                     // SHMCOLL_SPIN_NS (default depends on oversubscription)
   long timeout_ms;                  // SHMCOLL_TIMEOUT_MS
   int forced_allreduce;             // SHMCOLL_ALLREDUCE_ALGORITHM (-1: by size)
+  int forced_bcast;                 // SHMCOLL_BCAST_ALGORITHM (-1: by size)
   int forced_reduce;                // SHMCOLL_REDUCE_ALGORITHM (-1: by size)
 
   // Reads the environment; a malformed value is an invalid_argument error naming the variable.
   static Tunables from_env(std::uint32_t team_size);
 };
 
+Algorithm select_bcast(const Tunables& tunables, std::size_t bytes);
 Algorithm select_reduce(const Tunables& tunables, std::size_t bytes, std::uint32_t ranks);
 Algorithm select_allreduce(const Tunables& tunables, std::size_t bytes, std::uint32_t ranks);
 
