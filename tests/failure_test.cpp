@@ -125,3 +125,33 @@ TEST(Timeout, ConfiguredDeadlineTurnsAnEndlessWaitIntoAnError) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(DeadPeer, EveryLaterCollectiveFailsEvenWhenItWouldNotWait) {
+  struct Codes {
+    int later[4];
+  };
+  auto* codes = shared_block<Codes>();
+  try {
+    shmcoll::run(3, {}, [&](shmcoll::Team& team) {
+      team.barrier();  // every rank, the victim too, has published this round
+      if (team.rank() == 2) kill(getpid(), SIGKILL);
+      usleep(300'000);  // the supervisor notices the death and aborts the team meanwhile
+      // Rank 1's non-root reduce needs no wait of its own (everyone reached the previous round),
+      // yet the team is gone: it must say so.
+      codes->later[team.rank()] = -1;
+      try {
+        float value = 1, result = 0;
+        team.reduce(&value, &result, 1, shmcoll::Dtype::f32, shmcoll::Op::sum, 0);
+      } catch (const shmcoll::Error& error) {
+        codes->later[team.rank()] = static_cast<int>(error.code());
+      }
+    });
+  } catch (const shmcoll::Error&) {
+  }
+  EXPECT_EQ(codes->later[0], static_cast<int>(Errc::peer_failed));
+  EXPECT_EQ(codes->later[1], static_cast<int>(Errc::peer_failed));
+}
+
+}  // namespace

@@ -81,12 +81,13 @@ const std::byte* Rounds::wait_message(std::uint32_t peer, std::uint32_t round) {
 void Rounds::fail_aborted(std::uint32_t peer) const {
   const int culprit = segment_.aborted_by();
   if (culprit >= static_cast<int>(size_)) {
-    fail(Errc::peer_failed, "rank ", rank_,
-         ": the launcher stopped the team (was waiting for rank ", peer, ")");
+    fail(Errc::peer_failed, "rank ", rank_, ": the launcher stopped the team");
   }
+  const std::string context = peer == rank_
+                                  ? std::string(" (at the start of a round)")
+                                  : " (was waiting for rank " + std::to_string(peer) + ")";
   fail(Errc::peer_failed, "rank ", rank_, ": team aborted because rank ", culprit, " (pid ",
-       segment_.control(static_cast<std::uint32_t>(culprit)).pid.load(),
-       ") failed (was waiting for rank ", peer, ")");
+       segment_.control(static_cast<std::uint32_t>(culprit)).pid.load(), ") failed", context);
 }
 
 void Rounds::wait_slow(std::uint32_t peer, std::uint32_t round) {

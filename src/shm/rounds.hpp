@@ -27,8 +27,12 @@ class Rounds {
   std::size_t slot_bytes() const { return segment_.layout().slot_bytes; }
   const Segment& segment() const { return segment_; }
 
-  // The next round number; every rank calls it the same number of times.
-  std::uint32_t begin() { return ++round_; }
+  // The next round number; every rank calls it the same number of times. Fails once the team
+  // is aborted, even when the round would need no wait.
+  std::uint32_t begin() {
+    if (segment_.header().abort_word.load(std::memory_order_relaxed) != 0) fail_aborted(rank_);
+    return ++round_;
+  }
   std::byte* slot(std::uint32_t rank, std::uint32_t round) const {
     return segment_.slot(rank, round & 1);
   }
@@ -62,6 +66,7 @@ class Rounds {
   void abort_team(std::uint32_t failed_rank) const { segment_.abort(failed_rank); }
 
  private:
+  // `peer` is the rank being awaited, or my own rank when no wait was in progress.
   [[noreturn]] void fail_aborted(std::uint32_t peer) const;
   void wait_slow(std::uint32_t peer, std::uint32_t round);
 
