@@ -8,12 +8,18 @@
 
 namespace shmcoll::detail {
 
+inline shm::WaitPolicy wait_policy(const coll::Tunables& tunables) {
+  shm::WaitPolicy policy;  // keeps the default sleep slice
+  policy.spin_ns = tunables.spin_ns;
+  policy.timeout_ms = tunables.timeout_ms;
+  return policy;
+}
+
 struct TeamState {
   // Joins the team: blocks until every member has joined.
   TeamState(shm::Segment segment, std::uint32_t rank, const coll::Tunables& tunables_in)
       : tunables(tunables_in),
-        rounds(std::move(segment), rank,
-               shm::WaitPolicy{tunables_in.spin_ns, 10'000'000, tunables_in.timeout_ms}),
+        rounds(std::move(segment), rank, wait_policy(tunables_in)),
         context(rounds, tunables) {
     rounds.join_team();
   }

@@ -82,12 +82,12 @@ Segment Segment::create_named(const std::string& name, std::uint32_t team_size,
 }
 
 Segment Segment::create_unlinked(std::uint32_t team_size, std::size_t slot_bytes, int* fd_out) {
+  if (team_size == 0) fail(Errc::invalid_argument, "team size must be at least 1");
   const std::string name = unique_name();
   const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) fail_errno("shm_open(", name, ", O_CREAT|O_EXCL)");
   shm_unlink(name.c_str());  // from here on no name exists, whatever happens to us
   try {
-    if (team_size == 0) fail(Errc::invalid_argument, "team size must be at least 1");
     initialize(fd, SegmentLayout::compute(team_size, slot_bytes));
     Segment segment = map_fd(fd, team_size);
     if (fd_out) {
