@@ -91,33 +91,6 @@ int count_mismatches(const std::vector<std::byte>& result, const std::string& co
   return bad;
 }
 
-template <typename Fn>
-auto by_dtype(Dtype dtype, Fn&& fn) {
-  switch (dtype) {
-    case Dtype::i8:
-      return fn(std::int8_t{});
-    case Dtype::i16:
-      return fn(std::int16_t{});
-    case Dtype::i32:
-      return fn(std::int32_t{});
-    case Dtype::i64:
-      return fn(std::int64_t{});
-    case Dtype::u8:
-      return fn(std::uint8_t{});
-    case Dtype::u16:
-      return fn(std::uint16_t{});
-    case Dtype::u32:
-      return fn(std::uint32_t{});
-    case Dtype::u64:
-      return fn(std::uint64_t{});
-    case Dtype::f32:
-      return fn(float{});
-    case Dtype::f64:
-      return fn(double{});
-  }
-  return fn(float{});
-}
-
 void call_collective(shmcoll::Team& team, const std::string& coll, const Config& config,
                      std::vector<std::byte>& send, std::vector<std::byte>& recv,
                      std::int64_t count) {
@@ -144,7 +117,7 @@ void bench_rank(shmcoll::Team& team, const Config& config, const std::string& co
   for (std::size_t bytes : sizes) {
     const auto count = static_cast<std::int64_t>(bytes / element);
     std::vector<std::byte> send(static_cast<std::size_t>(count) * element), recv(send.size());
-    by_dtype(config.dtype, [&](auto type) { fill<decltype(type)>(send, team.rank()); });
+    shmcoll::visit_dtype(config.dtype, [&](auto type) { fill<decltype(type)>(send, team.rank()); });
     recv = send;  // touched before timing, like the send buffer
 
     // Warm up and size the batch on rank 0, then agree on it.
@@ -168,12 +141,13 @@ void bench_rank(shmcoll::Team& team, const Config& config, const std::string& co
       }
     }
     if (config.check && !is_barrier) {
-      by_dtype(config.dtype, [&](auto type) { fill<decltype(type)>(send, team.rank()); });
+      shmcoll::visit_dtype(config.dtype,
+                           [&](auto type) { fill<decltype(type)>(send, team.rank()); });
       if (coll == "bcast" && team.rank() != 0) std::fill(recv.begin(), recv.end(), std::byte{0x5a});
       if (coll == "bcast" && team.rank() == 0) recv = send;
       call_collective(team, coll, config, send, recv, count);
       if (coll != "reduce" || team.rank() == 0) {
-        const int bad = by_dtype(config.dtype, [&](auto type) {
+        const int bad = shmcoll::visit_dtype(config.dtype, [&](auto type) {
           return count_mismatches<decltype(type)>(recv, coll, config.op, team.size(), 0);
         });
         if (bad > 0) {

@@ -73,6 +73,35 @@ constexpr Dtype dtype_of() {
     static_assert(sizeof(T) == 0, "no shmcoll Dtype for this type");
 }
 
+// Calls fn with a value-initialised object of the C++ type `dtype` names (the inverse of
+// dtype_of), e.g. visit_dtype(d, [](auto zero) { using T = decltype(zero); ... }).
+template <typename Fn>
+decltype(auto) visit_dtype(Dtype dtype, Fn&& fn) {
+  switch (dtype) {
+    case Dtype::i8:
+      return fn(std::int8_t{});
+    case Dtype::i16:
+      return fn(std::int16_t{});
+    case Dtype::i32:
+      return fn(std::int32_t{});
+    case Dtype::i64:
+      return fn(std::int64_t{});
+    case Dtype::u8:
+      return fn(std::uint8_t{});
+    case Dtype::u16:
+      return fn(std::uint16_t{});
+    case Dtype::u32:
+      return fn(std::uint32_t{});
+    case Dtype::u64:
+      return fn(std::uint64_t{});
+    case Dtype::f32:
+      return fn(float{});
+    case Dtype::f64:
+      break;
+  }
+  return fn(double{});
+}
+
 // Pass as the send buffer to take the input from the receive buffer (MPI_IN_PLACE).
 inline const void* const in_place = reinterpret_cast<const void*>(std::uintptr_t{1});
 

@@ -71,7 +71,7 @@ Segment Segment::create_named(const std::string& name, std::uint32_t team_size,
   if (fd < 0) fail_errno("shm_open(", name, ", O_CREAT|O_EXCL)");
   try {
     initialize(fd, SegmentLayout::compute(team_size, slot_bytes));
-    Segment segment = map_fd(fd, team_size);
+    Segment segment = from_fd(fd, team_size);
     close_quietly(fd);
     return segment;
   } catch (...) {
@@ -89,7 +89,7 @@ Segment Segment::create_unlinked(std::uint32_t team_size, std::size_t slot_bytes
   shm_unlink(name.c_str());  // from here on no name exists, whatever happens to us
   try {
     initialize(fd, SegmentLayout::compute(team_size, slot_bytes));
-    Segment segment = map_fd(fd, team_size);
+    Segment segment = from_fd(fd, team_size);
     if (fd_out) {
       *fd_out = fd;
     } else {
@@ -131,7 +131,7 @@ Segment Segment::open_named(const std::string& name, std::uint32_t expected_team
       }
       pause_or_fail("was not initialized");
     }
-    Segment segment = map_fd(fd, expected_team_size);
+    Segment segment = from_fd(fd, expected_team_size);
     close_quietly(fd);
     return segment;
   } catch (...) {
@@ -141,10 +141,6 @@ Segment Segment::open_named(const std::string& name, std::uint32_t expected_team
 }
 
 Segment Segment::from_fd(int fd, std::uint32_t expected_team_size) {
-  return map_fd(fd, expected_team_size);
-}
-
-Segment Segment::map_fd(int fd, std::uint32_t expected_team_size) {
   struct stat info {};
   if (fstat(fd, &info) != 0) fail_errno("fstat of the shared segment");
   const auto file_bytes = static_cast<std::size_t>(info.st_size);

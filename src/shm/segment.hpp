@@ -23,7 +23,7 @@ class Segment {
   // Opens a segment another process created, waiting up to `timeout_ms` for it to appear.
   static Segment open_named(const std::string& name, std::uint32_t expected_team_size,
                             int timeout_ms);
-  // Maps an inherited descriptor (shmcoll-run children).
+  // Maps and validates a segment's descriptor (inherited by shmcoll-run children, or our own).
   static Segment from_fd(int fd, std::uint32_t expected_team_size);
   static std::string unique_name();
   static void unlink_name(const std::string& name);
@@ -55,7 +55,6 @@ class Segment {
   int aborted_by() const;
 
  private:
-  static Segment map_fd(int fd, std::uint32_t expected_team_size);
   static void initialize(int fd, const SegmentLayout& layout);
   std::byte* base_ = nullptr;
   SegmentLayout layout_;
