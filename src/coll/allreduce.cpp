@@ -14,7 +14,6 @@ void allreduce_inline(Context& ctx, const std::byte* send, std::byte* recv, std:
                       Dtype dtype, Op op) {
   shm::Rounds& rounds = ctx.rounds;
   const std::uint32_t round = rounds.begin();
-  rounds.wait_slot_free(round);
   rounds.publish_message(round, send, count * dtype_size(dtype));
   for (std::uint32_t peer = 0; peer < rounds.size(); ++peer) {
     ctx.inputs[peer] = peer == rounds.rank() ? send : rounds.wait_message(peer, round);

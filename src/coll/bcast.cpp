@@ -12,7 +12,6 @@ void bcast_inline(Context& ctx, std::byte* data, std::size_t bytes, std::uint32_
   shm::Rounds& rounds = ctx.rounds;
   const std::uint32_t round = rounds.begin();
   if (rounds.rank() == root) {
-    rounds.wait_slot_free(round);
     rounds.publish_message(round, data, bytes);
     return;
   }

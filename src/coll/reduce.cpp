@@ -15,7 +15,6 @@ void reduce_inline(Context& ctx, const std::byte* send, std::byte* recv, std::si
   shm::Rounds& rounds = ctx.rounds;
   const std::uint32_t round = rounds.begin();
   if (rounds.rank() != root) {
-    rounds.wait_slot_free(round);
     rounds.publish_message(round, send, count * dtype_size(dtype));
     return;
   }

@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -53,6 +52,7 @@ void Rounds::publish_message(std::uint32_t round, const void* data, std::size_t 
     fail(Errc::invalid_argument, "rank ", rank_, ": a message of ", bytes,
          " bytes does not fit a message line (", kMessageBytes, " bytes)");
   }
+  wait_slot_free(round);  // the line of this parity last carried round - 2
   MessageLine& line = segment_.control(rank_).messages[round & 1];
   if (bytes > 0) std::memcpy(line.data, data, bytes);
   line.round.store(round, std::memory_order_release);
@@ -61,20 +61,8 @@ void Rounds::publish_message(std::uint32_t round, const void* data, std::size_t 
 
 const std::byte* Rounds::wait_message(std::uint32_t peer, std::uint32_t round) {
   const MessageLine& line = segment_.control(peer).messages[round & 1];
-  if (!round_reached(known_[peer], round)) {
-    // Spin on the message line itself: flag and payload arrive in one transfer.
-    const long spin_limit = std::clamp(policy_.spin_ns / 16, 16L, 4096L);  // ~16 ns per pause
-    bool arrived = false;
-    for (long spins = 0; spins < spin_limit && !arrived; ++spins) {
-      arrived = round_reached(line.round.load(std::memory_order_acquire), round);
-      if (!arrived) cpu_relax();
-    }
-    if (arrived) {
-      known_[peer] = round;
-    } else {
-      wait_for(peer, round);  // the full wait: futex sleep, abort word, peer liveness
-    }
-  }
+  // Spin on the message line itself, so flag and payload arrive in one transfer.
+  if (!round_reached(known_[peer], round)) wait_slow(peer, round, line.round);
   return line.data;
 }
 
@@ -90,19 +78,21 @@ void Rounds::fail_aborted(std::uint32_t peer) const {
        segment_.control(static_cast<std::uint32_t>(culprit)).pid.load(), ") failed", context);
 }
 
-void Rounds::wait_slow(std::uint32_t peer, std::uint32_t round) {
+void Rounds::wait_slow(std::uint32_t peer, std::uint32_t round,
+                       const std::atomic<std::uint32_t>& spin_word) {
   auto& word = segment_.control(peer).round;
   auto& header = segment_.header();
-  auto reached = [&] {
-    const std::uint32_t seen = word.load(std::memory_order_acquire);
+  auto reached_on = [&](const std::atomic<std::uint32_t>& watched) {
+    const std::uint32_t seen = watched.load(std::memory_order_acquire);
     if (!round_reached(seen, round)) return false;
     known_[peer] = seen;
     return true;
   };
+  auto reached = [&] { return reached_on(word); };
 
   const long long start = now_ns();
   for (unsigned spins = 1;; ++spins) {
-    if (reached()) return;
+    if (reached_on(spin_word)) return;
     if (header.abort_word.load(std::memory_order_relaxed) != 0) fail_aborted(peer);
     cpu_relax();
     if (spins % 256 == 0 && now_ns() - start >= policy_.spin_ns) break;

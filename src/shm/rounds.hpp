@@ -46,12 +46,12 @@ class Rounds {
       known_[peer] = seen;
       return;
     }
-    wait_slow(peer, round);
+    wait_slow(peer, round, segment_.control(peer).round);
   }
 
   // Small payloads (<= kMessageBytes) travel in message lines instead of slots; the round rule
-  // is the same. Callers wait_slot_free(round) first; readers call wait_message(peer, round) and
-  // read the returned bytes.
+  // is the same (publish_message waits for the line to be free). Readers call
+  // wait_message(peer, round) and read the returned bytes.
   void publish_message(std::uint32_t round, const void* data, std::size_t bytes);
   const std::byte* wait_message(std::uint32_t peer, std::uint32_t round);
   void wait_for_all(std::uint32_t round) {
@@ -68,7 +68,10 @@ class Rounds {
  private:
   // `peer` is the rank being awaited, or my own rank when no wait was in progress.
   [[noreturn]] void fail_aborted(std::uint32_t peer) const;
-  void wait_slow(std::uint32_t peer, std::uint32_t round);
+  // Spins on `spin_word` (the peer's round word, or the message line it is about to fill), then
+  // sleeps on the peer's round word, which the peer always publishes after its message line.
+  void wait_slow(std::uint32_t peer, std::uint32_t round,
+                 const std::atomic<std::uint32_t>& spin_word);
 
   Segment segment_;
   PeerWatch peers_;
