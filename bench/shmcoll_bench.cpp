@@ -49,6 +49,18 @@ double input_value(int rank, std::size_t index) {
   return static_cast<double>((rank * 7 + index) % 5);
 }
 
+// visit_dtype over the types the harness can fill and check (main() accepts no others).
+template <typename Fn>
+decltype(auto) visit_arithmetic(Dtype dtype, Fn&& fn) {
+  return shmcoll::visit_dtype(dtype, [&](auto zero) {
+    if constexpr (std::is_arithmetic_v<decltype(zero)>)
+      return fn(zero);
+    else
+      throw std::invalid_argument("the benchmark harness takes arithmetic types only");
+    return fn(0.0);
+  });
+}
+
 template <typename T>
 void fill(std::vector<std::byte>& buffer, int rank) {
   auto* values = reinterpret_cast<T*>(buffer.data());
@@ -62,7 +74,7 @@ double expected_value(const std::string& coll, Op op, int ranks, int root, std::
   T acc = static_cast<T>(input_value(0, i));
   for (int r = 1; r < ranks; ++r) {
     const T v = static_cast<T>(input_value(r, i));
-    switch (op) {
+    switch (op.kind()) {
       case Op::sum:
         acc = static_cast<T>(acc + v);
         break;
@@ -75,6 +87,8 @@ double expected_value(const std::string& coll, Op op, int ranks, int root, std::
       case Op::max:
         acc = std::max(acc, v);
         break;
+      default:
+        throw std::invalid_argument("--check supports sum, prod, min and max");
     }
   }
   return static_cast<double>(acc);
@@ -117,7 +131,7 @@ void bench_rank(shmcoll::Team& team, const Config& config, const std::string& co
   for (std::size_t bytes : sizes) {
     const auto count = static_cast<std::int64_t>(bytes / element);
     std::vector<std::byte> send(static_cast<std::size_t>(count) * element), recv(send.size());
-    shmcoll::visit_dtype(config.dtype, [&](auto type) { fill<decltype(type)>(send, team.rank()); });
+    visit_arithmetic(config.dtype, [&](auto type) { fill<decltype(type)>(send, team.rank()); });
     recv = send;  // touched before timing, like the send buffer
 
     // Warm up and size the batch on rank 0, then agree on it.
@@ -141,13 +155,12 @@ void bench_rank(shmcoll::Team& team, const Config& config, const std::string& co
       }
     }
     if (config.check && !is_barrier) {
-      shmcoll::visit_dtype(config.dtype,
-                           [&](auto type) { fill<decltype(type)>(send, team.rank()); });
+      visit_arithmetic(config.dtype, [&](auto type) { fill<decltype(type)>(send, team.rank()); });
       if (coll == "bcast" && team.rank() != 0) std::fill(recv.begin(), recv.end(), std::byte{0x5a});
       if (coll == "bcast" && team.rank() == 0) recv = send;
       call_collective(team, coll, config, send, recv, count);
       if (coll != "reduce" || team.rank() == 0) {
-        const int bad = shmcoll::visit_dtype(config.dtype, [&](auto type) {
+        const int bad = visit_arithmetic(config.dtype, [&](auto type) {
           return count_mismatches<decltype(type)>(recv, coll, config.op, team.size(), 0);
         });
         if (bad > 0) {
@@ -226,13 +239,14 @@ int main(int argc, char** argv) {
     for (const auto& size : CLI::detail::split(sizes, ','))
       config.sizes.push_back(parse_size(size));
     bool known_dtype = false, known_op = false;
+    // The harness fills and checks plain arithmetic types with sum, prod, min and max.
     for (int d = 0; d <= static_cast<int>(Dtype::f64); ++d) {
       if (dtype == shmcoll::dtype_name(static_cast<Dtype>(d)))
         config.dtype = static_cast<Dtype>(d), known_dtype = true;
     }
     for (int o = 0; o <= static_cast<int>(Op::max); ++o) {
-      if (op == shmcoll::op_name(static_cast<Op>(o)))
-        config.op = static_cast<Op>(o), known_op = true;
+      const Op candidate(static_cast<Op::Kind>(o));
+      if (op == shmcoll::op_name(candidate)) config.op = candidate, known_op = true;
     }
     if (!known_dtype) throw std::invalid_argument("--dtype: unknown type " + dtype);
     if (!known_op) throw std::invalid_argument("--op: unknown operation " + op);

@@ -39,7 +39,7 @@ T input(int rank, std::size_t i, Op op) {
 template <typename T>
 T combine(T a, T b, Op op) {
   using U = std::conditional_t<std::is_integral_v<T>, std::uint64_t, T>;
-  switch (op) {
+  switch (op.kind()) {
     case Op::sum:
       return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
     case Op::prod:
@@ -48,6 +48,8 @@ T combine(T a, T b, Op op) {
       return a < b ? a : b;
     case Op::max:
       return a < b ? b : a;
+    default:
+      ADD_FAILURE() << "no reference for op " << shmcoll::op_name(op);
   }
   return a;
 }

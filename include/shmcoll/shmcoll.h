@@ -31,10 +31,46 @@ typedef enum shmcoll_dtype {
   SHMCOLL_UINT32,
   SHMCOLL_UINT64,
   SHMCOLL_FLOAT,
-  SHMCOLL_DOUBLE
+  SHMCOLL_DOUBLE,
+  SHMCOLL_FLOAT16, /* IEEE binary16 bits (_Float16); reduced in float, rounded once */
+  SHMCOLL_BFLOAT16,
+  SHMCOLL_LONG_DOUBLE,
+  SHMCOLL_C_FLOAT_COMPLEX,
+  SHMCOLL_C_DOUBLE_COMPLEX,
+  SHMCOLL_C_BOOL,
+  SHMCOLL_CHAR,
+  SHMCOLL_WCHAR,
+  SHMCOLL_BYTE,
+  SHMCOLL_FLOAT_INT, /* the MAXLOC/MINLOC pairs, laid out as MPI's */
+  SHMCOLL_DOUBLE_INT,
+  SHMCOLL_LONG_INT,
+  SHMCOLL_2INT,
+  SHMCOLL_SHORT_INT,
+  SHMCOLL_LONG_DOUBLE_INT
 } shmcoll_dtype;
 
-typedef enum shmcoll_op { SHMCOLL_SUM, SHMCOLL_PROD, SHMCOLL_MIN, SHMCOLL_MAX } shmcoll_op;
+/* An operation: one of the predefined ones below, or a handle from shmcoll_op_create. */
+typedef int shmcoll_op;
+enum {
+  SHMCOLL_SUM,
+  SHMCOLL_PROD,
+  SHMCOLL_MIN,
+  SHMCOLL_MAX,
+  SHMCOLL_LAND,
+  SHMCOLL_LOR,
+  SHMCOLL_LXOR,
+  SHMCOLL_BAND,
+  SHMCOLL_BOR,
+  SHMCOLL_BXOR,
+  SHMCOLL_MAXLOC,
+  SHMCOLL_MINLOC,
+  SHMCOLL_REPLACE,
+  SHMCOLL_NO_OP
+};
+
+/* MPI_User_function's shape: inoutvec[i] = invec[i] op inoutvec[i] for i < *len, where invec
+ * holds the operand from the lower rank. */
+typedef void shmcoll_user_function(void* invec, void* inoutvec, int* len, shmcoll_dtype* dtype);
 
 typedef enum shmcoll_binding { SHMCOLL_BIND_NONE, SHMCOLL_BIND_CORE } shmcoll_binding;
 
@@ -65,6 +101,13 @@ int shmcoll_reduce(shmcoll_team* team, const void* sendbuf, void* recvbuf, int64
                    shmcoll_dtype dtype, shmcoll_op op, int root);
 int shmcoll_allreduce(shmcoll_team* team, const void* sendbuf, void* recvbuf, int64_t count,
                       shmcoll_dtype dtype, shmcoll_op op);
+
+/* inoutbuf = inbuf op inoutbuf, in this process (MPI_Reduce_local). */
+int shmcoll_reduce_local(const void* inbuf, void* inoutbuf, int64_t count, shmcoll_dtype dtype,
+                         shmcoll_op op);
+/* User operations: every rank creates its own handle for the same function before using it. */
+int shmcoll_op_create(shmcoll_user_function* function, int commute, shmcoll_op* op);
+int shmcoll_op_free(shmcoll_op* op); /* sets *op to -1 */
 
 #ifdef __cplusplus
 }

@@ -16,6 +16,9 @@
 #include <string>
 #include <type_traits>
 
+#include "shmcoll/datatype.hpp"
+#include "shmcoll/types.hpp"
+
 namespace shmcoll {
 
 // Error codes; the C API (shmcoll.h) uses the same numbers.
@@ -39,68 +42,6 @@ class Error : public std::runtime_error {
  private:
   Errc code_;
 };
-
-enum class Dtype : int { i8, i16, i32, i64, u8, u16, u32, u64, f32, f64 };
-enum class Op : int { sum, prod, min, max };
-
-std::size_t dtype_size(Dtype dtype);
-const char* dtype_name(Dtype dtype);
-const char* op_name(Op op);
-
-template <typename T>
-constexpr Dtype dtype_of() {
-  if constexpr (std::is_same_v<T, std::int8_t>)
-    return Dtype::i8;
-  else if constexpr (std::is_same_v<T, std::int16_t>)
-    return Dtype::i16;
-  else if constexpr (std::is_same_v<T, std::int32_t>)
-    return Dtype::i32;
-  else if constexpr (std::is_same_v<T, std::int64_t>)
-    return Dtype::i64;
-  else if constexpr (std::is_same_v<T, std::uint8_t>)
-    return Dtype::u8;
-  else if constexpr (std::is_same_v<T, std::uint16_t>)
-    return Dtype::u16;
-  else if constexpr (std::is_same_v<T, std::uint32_t>)
-    return Dtype::u32;
-  else if constexpr (std::is_same_v<T, std::uint64_t>)
-    return Dtype::u64;
-  else if constexpr (std::is_same_v<T, float>)
-    return Dtype::f32;
-  else if constexpr (std::is_same_v<T, double>)
-    return Dtype::f64;
-  else
-    static_assert(sizeof(T) == 0, "no shmcoll Dtype for this type");
-}
-
-// Calls fn with a value-initialised object of the C++ type `dtype` names (the inverse of
-// dtype_of), e.g. visit_dtype(d, [](auto zero) { using T = decltype(zero); ... }).
-template <typename Fn>
-decltype(auto) visit_dtype(Dtype dtype, Fn&& fn) {
-  switch (dtype) {
-    case Dtype::i8:
-      return fn(std::int8_t{});
-    case Dtype::i16:
-      return fn(std::int16_t{});
-    case Dtype::i32:
-      return fn(std::int32_t{});
-    case Dtype::i64:
-      return fn(std::int64_t{});
-    case Dtype::u8:
-      return fn(std::uint8_t{});
-    case Dtype::u16:
-      return fn(std::uint16_t{});
-    case Dtype::u32:
-      return fn(std::uint32_t{});
-    case Dtype::u64:
-      return fn(std::uint64_t{});
-    case Dtype::f32:
-      return fn(float{});
-    case Dtype::f64:
-      break;
-  }
-  return fn(double{});
-}
 
 // Pass as the send buffer to take the input from the receive buffer (MPI_IN_PLACE).
 inline const void* const in_place = reinterpret_cast<const void*>(std::uintptr_t{1});
@@ -140,17 +81,18 @@ class Team {
   void bcast(void* buffer, std::int64_t count, Dtype dtype, int root);
   // recvbuf is significant at root only; sendbuf == in_place at root takes root's input from
   // recvbuf.
-  void reduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype dtype, Op op, int root);
+  void reduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype dtype, const Op& op,
+              int root);
   // sendbuf == in_place takes every rank's input from recvbuf.
-  void allreduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype dtype, Op op);
+  void allreduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype dtype, const Op& op);
 
   template <typename T>
-  void allreduce(std::span<const T> send, std::span<T> recv, Op op) {
+  void allreduce(std::span<const T> send, std::span<T> recv, const Op& op) {
     check_spans(send.size(), recv.size());
     allreduce(send.data(), recv.data(), static_cast<std::int64_t>(recv.size()), dtype_of<T>(), op);
   }
   template <typename T>
-  void allreduce_in_place(std::span<T> data, Op op) {
+  void allreduce_in_place(std::span<T> data, const Op& op) {
     allreduce(in_place, data.data(), static_cast<std::int64_t>(data.size()), dtype_of<T>(), op);
   }
   template <typename T>
@@ -164,6 +106,9 @@ class Team {
   friend struct detail::TeamAccess;
   std::unique_ptr<detail::TeamState> state_;
 };
+
+// inout = in op inout, elementwise, in this process (MPI_Reduce_local).
+void reduce_local(const void* in, void* inout, std::int64_t count, Dtype dtype, const Op& op);
 
 // Forks n-1 children and runs fn on every rank (rank 0 in the caller's process); returns when all
 // have finished. A rank that throws, exits non-zero, crashes or is killed makes run() throw

@@ -1,6 +1,11 @@
 // The C API: each call converts exceptions into an error code and a thread-local message.
+#include <algorithm>
+#include <climits>
 #include <cstring>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "shmcoll/shmcoll.h"
 #include "shmcoll/shmcoll.hpp"
@@ -28,6 +33,22 @@ int guarded(Fn&& fn) {
     last_error = "unknown exception";
     return SHMCOLL_ERR_UNKNOWN;
   }
+}
+
+// Handles of user operations: SHMCOLL_NO_OP + 1 + index into this process's table.
+constexpr int kFirstUserOp = SHMCOLL_NO_OP + 1;
+std::mutex user_ops_mutex;
+std::vector<std::optional<shmcoll::Op>> user_ops;
+
+shmcoll::Op op_of(shmcoll_op handle) {
+  if (handle < kFirstUserOp) return shmcoll::Op(static_cast<shmcoll::Op::Kind>(handle));
+  std::lock_guard lock(user_ops_mutex);
+  const auto index = static_cast<std::size_t>(handle - kFirstUserOp);
+  if (index >= user_ops.size() || !user_ops[index]) {
+    throw shmcoll::Error(shmcoll::Errc::invalid_argument,
+                         "op " + std::to_string(handle) + " is not a live shmcoll_op");
+  }
+  return *user_ops[index];
 }
 
 shmcoll::Team& team_of(shmcoll_team* team) {
@@ -124,16 +145,59 @@ int shmcoll_bcast(shmcoll_team* team, void* buffer, int64_t count, shmcoll_dtype
 int shmcoll_reduce(shmcoll_team* team, const void* sendbuf, void* recvbuf, int64_t count,
                    shmcoll_dtype dtype, shmcoll_op op, int root) {
   return guarded([&] {
-    team_of(team).reduce(sendbuf, recvbuf, count, static_cast<shmcoll::Dtype>(dtype),
-                         static_cast<shmcoll::Op>(op), root);
+    team_of(team).reduce(sendbuf, recvbuf, count, static_cast<shmcoll::Dtype>(dtype), op_of(op),
+                         root);
   });
 }
 
 int shmcoll_allreduce(shmcoll_team* team, const void* sendbuf, void* recvbuf, int64_t count,
                       shmcoll_dtype dtype, shmcoll_op op) {
   return guarded([&] {
-    team_of(team).allreduce(sendbuf, recvbuf, count, static_cast<shmcoll::Dtype>(dtype),
-                            static_cast<shmcoll::Op>(op));
+    team_of(team).allreduce(sendbuf, recvbuf, count, static_cast<shmcoll::Dtype>(dtype), op_of(op));
+  });
+}
+
+int shmcoll_reduce_local(const void* inbuf, void* inoutbuf, int64_t count, shmcoll_dtype dtype,
+                         shmcoll_op op) {
+  return guarded([&] {
+    shmcoll::reduce_local(inbuf, inoutbuf, count, static_cast<shmcoll::Dtype>(dtype), op_of(op));
+  });
+}
+
+int shmcoll_op_create(shmcoll_user_function* function, int commute, shmcoll_op* op) {
+  return guarded([&] {
+    if (!function || !op) {
+      throw shmcoll::Error(shmcoll::Errc::invalid_argument,
+                           "shmcoll_op_create: function or op is null");
+    }
+    // The C function takes int lengths: call it on pieces of at most INT_MAX elements.
+    auto call = [function](const void* in, void* inout, std::size_t len, shmcoll::Dtype dtype) {
+      auto c_dtype = static_cast<shmcoll_dtype>(dtype);
+      const std::size_t element = shmcoll::dtype_size(dtype);
+      for (std::size_t done = 0; done < len;) {
+        int piece = static_cast<int>(std::min<std::size_t>(len - done, INT_MAX));
+        function(const_cast<char*>(static_cast<const char*>(in)) + done * element,
+                 static_cast<char*>(inout) + done * element, &piece, &c_dtype);
+        done += static_cast<std::size_t>(piece);
+      }
+    };
+    std::lock_guard lock(user_ops_mutex);
+    user_ops.emplace_back(shmcoll::Op::create(call, commute != 0));
+    *op = kFirstUserOp + static_cast<int>(user_ops.size() - 1);
+  });
+}
+
+int shmcoll_op_free(shmcoll_op* op) {
+  return guarded([&] {
+    if (!op) throw shmcoll::Error(shmcoll::Errc::invalid_argument, "shmcoll_op_free: op is null");
+    op_of(*op);  // rejects predefined and dead handles
+    if (*op < kFirstUserOp) {
+      throw shmcoll::Error(shmcoll::Errc::invalid_argument,
+                           "shmcoll_op_free: op " + std::to_string(*op) + " is predefined");
+    }
+    std::lock_guard lock(user_ops_mutex);
+    user_ops[static_cast<std::size_t>(*op - kFirstUserOp)].reset();
+    *op = -1;
   });
 }
 

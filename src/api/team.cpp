@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "api/team_state.hpp"
+#include "ops/reduce.hpp"
 #include "util/fail.hpp"
 
 namespace shmcoll {
@@ -21,15 +22,14 @@ template <typename... Parts>
 }
 
 void check_dtype(const Call& call, Dtype dtype) {
-  if (static_cast<unsigned>(dtype) > static_cast<unsigned>(Dtype::f64)) {
+  if (!is_valid_dtype(dtype)) {
     reject(call, "dtype ", static_cast<int>(dtype), " is not a shmcoll::Dtype");
   }
 }
 
-void check_op(const Call& call, Op op) {
-  if (static_cast<unsigned>(op) > static_cast<unsigned>(Op::max)) {
-    reject(call, "op ", static_cast<int>(op), " is not a shmcoll::Op");
-  }
+void check_op(const Call& call, const Op& op, Dtype dtype) {
+  const std::string reason = ops::op_undefined_reason(op, dtype);
+  if (!reason.empty()) reject(call, reason);
 }
 
 // Returns count * size of dtype, after rejecting negative and overflowing counts.
@@ -95,11 +95,11 @@ void Team::bcast(void* buffer, std::int64_t count, Dtype dtype, int root) {
   coll::bcast(state_->context, buffer, bytes, root);
 }
 
-void Team::reduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype dtype, Op op,
+void Team::reduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype dtype, const Op& op,
                   int root) {
   const Call call{"reduce", *state_};
   const std::size_t bytes = checked_bytes(call, count, dtype);
-  check_op(call, op);
+  check_op(call, op, dtype);
   check_root(call, root);
   const bool at_root = rank() == root;
   if (sendbuf == in_place) {
@@ -116,10 +116,11 @@ void Team::reduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype 
   coll::reduce(state_->context, sendbuf, recvbuf, static_cast<std::size_t>(count), dtype, op, root);
 }
 
-void Team::allreduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype dtype, Op op) {
+void Team::allreduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype dtype,
+                     const Op& op) {
   const Call call{"allreduce", *state_};
   const std::size_t bytes = checked_bytes(call, count, dtype);
-  check_op(call, op);
+  check_op(call, op, dtype);
   check_buffer(call, "recvbuf", recvbuf, bytes);
   if (sendbuf == in_place) {
     sendbuf = recvbuf;

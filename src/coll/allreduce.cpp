@@ -11,7 +11,7 @@ namespace {
 // One round: my payload goes into a message line; every rank reads each peer's line (flag and
 // data arrive together) and reduces in rank order.
 void allreduce_inline(Context& ctx, const std::byte* send, std::byte* recv, std::size_t count,
-                      Dtype dtype, Op op) {
+                      Dtype dtype, const Op& op) {
   shm::Rounds& rounds = ctx.rounds;
   const std::uint32_t round = rounds.begin();
   rounds.publish_message(round, send, count * dtype_size(dtype));
@@ -24,7 +24,7 @@ void allreduce_inline(Context& ctx, const std::byte* send, std::byte* recv, std:
 // One round per chunk: publish my chunk, then reduce every rank's chunk myself. Every rank
 // evaluates the same expression in rank order, so results are bitwise equal everywhere.
 void allreduce_all_read(Context& ctx, const std::byte* send, std::byte* recv, std::size_t count,
-                        Dtype dtype, Op op) {
+                        Dtype dtype, const Op& op) {
   shm::Rounds& rounds = ctx.rounds;
   const std::uint32_t me = rounds.rank();
   const std::size_t element_bytes = dtype_size(dtype);
@@ -41,7 +41,7 @@ void allreduce_all_read(Context& ctx, const std::byte* send, std::byte* recv, st
 // Per chunk: reduce-scatter into the slots (each rank reduces one slice), then every rank copies
 // all reduced slices out. Memory traffic per rank is about 3 chunk lengths instead of p.
 void allreduce_slices(Context& ctx, const std::byte* send, std::byte* recv, std::size_t count,
-                      Dtype dtype, Op op) {
+                      Dtype dtype, const Op& op) {
   shm::Rounds& rounds = ctx.rounds;
   const std::size_t element_bytes = dtype_size(dtype);
   for_each_chunk(count, rounds.slot_bytes() / element_bytes, [&](std::size_t first, std::size_t n) {
@@ -53,7 +53,8 @@ void allreduce_slices(Context& ctx, const std::byte* send, std::byte* recv, std:
 
 }  // namespace
 
-void allreduce(Context& ctx, const void* send, void* recv, std::size_t count, Dtype dtype, Op op) {
+void allreduce(Context& ctx, const void* send, void* recv, std::size_t count, Dtype dtype,
+               const Op& op) {
   if (count == 0) return;  // counts agree on every rank, so all skip the rounds alike
   const auto* in = static_cast<const std::byte*>(send);
   auto* out = static_cast<std::byte*>(recv);

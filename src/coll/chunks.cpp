@@ -7,7 +7,7 @@
 namespace shmcoll::coll {
 
 void reduce_all_slots(Context& ctx, std::uint32_t round, const std::byte* mine, std::byte* out,
-                      std::size_t count, Dtype dtype, Op op) {
+                      std::size_t count, Dtype dtype, const Op& op) {
   shm::Rounds& rounds = ctx.rounds;
   for (std::uint32_t peer = 0; peer < rounds.size(); ++peer) {
     if (peer != rounds.rank()) rounds.wait_for(peer, round);
@@ -31,7 +31,7 @@ void gather_reduced_slices(Context& ctx, std::uint32_t result_round, std::byte* 
 }
 
 std::uint32_t reduce_own_slice(Context& ctx, const std::byte* send, std::size_t count, Dtype dtype,
-                               Op op) {
+                               const Op& op) {
   shm::Rounds& rounds = ctx.rounds;
   const std::uint32_t me = rounds.rank();
   const std::uint32_t size = rounds.size();

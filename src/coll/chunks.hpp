@@ -35,7 +35,7 @@ inline Slice slice_of(std::size_t n, std::uint32_t parts, std::uint32_t index,
 // Waits for every peer's `round`, then reduces all ranks'
 // round slots in rank order into `out`, taking my own contribution from `mine` (not my slot).
 void reduce_all_slots(Context& ctx, std::uint32_t round, const std::byte* mine, std::byte* out,
-                      std::size_t count, Dtype dtype, Op op);
+                      std::size_t count, Dtype dtype, const Op& op);
 
 // Copies every rank's reduced slice of a chunk (published in `result_round`) into `out`.
 void gather_reduced_slices(Context& ctx, std::uint32_t result_round, std::byte* out,
@@ -45,6 +45,6 @@ void gather_reduced_slices(Context& ctx, std::uint32_t result_round, std::byte* 
 // slot; then each reduces its own slice over all ranks, in rank order, into its slot for round
 // two, which it publishes. Returns round two: wait for it before reading anyone's reduced slice.
 std::uint32_t reduce_own_slice(Context& ctx, const std::byte* send, std::size_t count, Dtype dtype,
-                               Op op);
+                               const Op& op);
 
 }  // namespace shmcoll::coll

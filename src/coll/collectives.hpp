@@ -21,8 +21,9 @@ struct Context {
 
 void barrier(Context& ctx);
 void bcast(Context& ctx, void* buffer, std::size_t bytes, int root);
-void reduce(Context& ctx, const void* send, void* recv, std::size_t count, Dtype dtype, Op op,
-            int root);
-void allreduce(Context& ctx, const void* send, void* recv, std::size_t count, Dtype dtype, Op op);
+void reduce(Context& ctx, const void* send, void* recv, std::size_t count, Dtype dtype,
+            const Op& op, int root);
+void allreduce(Context& ctx, const void* send, void* recv, std::size_t count, Dtype dtype,
+               const Op& op);
 
 }  // namespace shmcoll::coll

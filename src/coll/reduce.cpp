@@ -11,7 +11,7 @@ namespace {
 
 // One round: everyone but the root posts its payload in a message line; the root reduces them.
 void reduce_inline(Context& ctx, const std::byte* send, std::byte* recv, std::size_t count,
-                   Dtype dtype, Op op, std::uint32_t root) {
+                   Dtype dtype, const Op& op, std::uint32_t root) {
   shm::Rounds& rounds = ctx.rounds;
   const std::uint32_t round = rounds.begin();
   if (rounds.rank() != root) {
@@ -27,7 +27,7 @@ void reduce_inline(Context& ctx, const std::byte* send, std::byte* recv, std::si
 
 // One round per chunk: everyone but the root publishes its chunk; the root reduces them all.
 void reduce_root_reads(Context& ctx, const std::byte* send, std::byte* recv, std::size_t count,
-                       Dtype dtype, Op op, std::uint32_t root) {
+                       Dtype dtype, const Op& op, std::uint32_t root) {
   shm::Rounds& rounds = ctx.rounds;
   const std::uint32_t me = rounds.rank();
   const std::size_t element_bytes = dtype_size(dtype);
@@ -47,7 +47,7 @@ void reduce_root_reads(Context& ctx, const std::byte* send, std::byte* recv, std
 
 // Per chunk: every rank reduces one slice (the reduce work is shared), the root copies them out.
 void reduce_slices(Context& ctx, const std::byte* send, std::byte* recv, std::size_t count,
-                   Dtype dtype, Op op, std::uint32_t root) {
+                   Dtype dtype, const Op& op, std::uint32_t root) {
   shm::Rounds& rounds = ctx.rounds;
   const std::size_t element_bytes = dtype_size(dtype);
   for_each_chunk(count, rounds.slot_bytes() / element_bytes, [&](std::size_t first, std::size_t n) {
@@ -59,8 +59,8 @@ void reduce_slices(Context& ctx, const std::byte* send, std::byte* recv, std::si
 
 }  // namespace
 
-void reduce(Context& ctx, const void* send, void* recv, std::size_t count, Dtype dtype, Op op,
-            int root) {
+void reduce(Context& ctx, const void* send, void* recv, std::size_t count, Dtype dtype,
+            const Op& op, int root) {
   if (count == 0) return;  // counts agree on every rank, so all skip the rounds alike
   const auto* in = static_cast<const std::byte*>(send);
   auto* out = static_cast<std::byte*>(recv);

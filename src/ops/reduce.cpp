@@ -1,121 +1,19 @@
 #include "ops/reduce.hpp"
 
 #include <algorithm>
-#include <cstdint>
-#include <type_traits>
+#include <cstring>
 
+#include "ops/kernels.hpp"
+#include "shmcoll/shmcoll.hpp"
 #include "util/fail.hpp"
 
 namespace shmcoll::ops {
 
 namespace {
 
-// Integer arithmetic in an unsigned type at least as wide as unsigned int, so overflow wraps
-// instead of being undefined (and u16 * u16 cannot overflow a promoted int).
-template <typename T>
-using WrapType =
-    std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
-
-template <typename T>
-struct Sum {
-  [[gnu::always_inline]] T operator()(T a, T b) const {
-    if constexpr (std::is_integral_v<T>)
-      return static_cast<T>(WrapType<T>(a) + WrapType<T>(b));
-    else
-      return a + b;
-  }
-};
-template <typename T>
-struct Prod {
-  [[gnu::always_inline]] T operator()(T a, T b) const {
-    if constexpr (std::is_integral_v<T>)
-      return static_cast<T>(WrapType<T>(a) * WrapType<T>(b));
-    else
-      return a * b;
-  }
-};
-template <typename T>
-struct Min {
-  [[gnu::always_inline]] T operator()(T a, T b) const { return b < a ? b : a; }
-};
-template <typename T>
-struct Max {
-  [[gnu::always_inline]] T operator()(T a, T b) const { return a < b ? b : a; }
-};
-
-// Inputs usually sit in another core's cache, and the hardware prefetcher stops at every page
-// boundary, so each block asks for the whole next block before it starts computing.
-template <typename T>
-[[gnu::always_inline]] inline void prefetch_next_block(const void* const* inputs, int input_count,
-                                                       std::size_t next, std::size_t count) {
-  constexpr std::size_t kBlock = 8192 / sizeof(T);
-  constexpr std::size_t kLine = 64 / sizeof(T);
-  const std::size_t end = std::min(count, next + kBlock);
-  for (int k = 0; k < input_count; ++k) {
-    const T* in = static_cast<const T*>(inputs[k]);
-    for (std::size_t i = next; i < end; i += kLine) __builtin_prefetch(in + i);
-  }
-}
-
-bool overlaps_late_input(const void* out, const void* const* inputs, int input_count,
-                         std::size_t bytes) {
-  const auto* o = static_cast<const char*>(out);
-  for (int k = 2; k < input_count; ++k) {
-    const auto* in = static_cast<const char*>(inputs[k]);
-    if (o < in + bytes && in < o + bytes) return true;
-  }
-  return false;
-}
-
-// Blocked so each block of the result stays in L1 while the k inputs stream past it once each.
-// The first pass combines inputs 0 and 1 straight into `out`, which is safe when `out` aliases one
-// of them; when it aliases a later input, the block is built in a private buffer instead.
-template <typename T, typename Combine>
-[[gnu::always_inline]] inline void reduce_blocks(T* out, const void* const* inputs, int input_count,
-                                                 std::size_t count) {
-  constexpr std::size_t kBlock = 8192 / sizeof(T);
-  const Combine combine;
-  const auto input = [inputs](int k) { return static_cast<const T*>(inputs[k]); };
-  if (input_count == 1) {
-    if (out != input(0)) std::copy(input(0), input(0) + count, out);
-    return;
-  }
-  alignas(64) T private_block[kBlock];
-  const bool use_private = overlaps_late_input(out, inputs, input_count, count * sizeof(T));
-  for (std::size_t base = 0; base < count; base += kBlock) {
-    const std::size_t n = std::min(kBlock, count - base);
-    prefetch_next_block<T>(inputs, input_count, base + kBlock, count);
-    T* block = use_private ? private_block : out + base;
-    const T* in0 = input(0) + base;
-    const T* in1 = input(1) + base;
-    for (std::size_t i = 0; i < n; ++i) block[i] = combine(in0[i], in1[i]);
-    for (int k = 2; k < input_count; ++k) {
-      const T* in = input(k) + base;
-      for (std::size_t i = 0; i < n; ++i) block[i] = combine(block[i], in[i]);
-    }
-    if (use_private) std::copy(block, block + n, out + base);
-  }
-}
-
-template <typename T>
-[[gnu::always_inline]] inline void reduce_typed(Op op, void* out, const void* const* inputs,
-                                                int input_count, std::size_t count) {
-  T* typed_out = static_cast<T*>(out);
-  switch (op) {
-    case Op::sum:
-      return reduce_blocks<T, Sum<T>>(typed_out, inputs, input_count, count);
-    case Op::prod:
-      return reduce_blocks<T, Prod<T>>(typed_out, inputs, input_count, count);
-    case Op::min:
-      return reduce_blocks<T, Min<T>>(typed_out, inputs, input_count, count);
-    case Op::max:
-      return reduce_blocks<T, Max<T>>(typed_out, inputs, input_count, count);
-  }
-  fail(Errc::invalid_argument, "op ", static_cast<int>(op), " is not a shmcoll::Op");
-}
-
-// One entry point per type, compiled for AVX-512 (x86-64-v4), AVX2 (v3) and the baseline; the
-// loader picks the best the CPU supports (GCC function multiversioning through an ifunc).
+// Each type's kernel is compiled for AVX-512 (x86-64-v4), AVX2 (v3) and the baseline; the loader
+// picks the best the CPU supports (GCC function multiversioning through an ifunc). Elsewhere
+// (ARM) the baseline vectorizes for the target's own SIMD unit.
 #if defined(__x86_64__)
 #define SHMCOLL_SIMD_CLONES \
   __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
@@ -123,50 +21,86 @@ template <typename T>
 #define SHMCOLL_SIMD_CLONES
 #endif
 
-#define SHMCOLL_DEFINE_KERNEL(name, T)                                                        \
-  SHMCOLL_SIMD_CLONES void name(Op op, void* out, const void* const* inputs, int input_count, \
-                                std::size_t count) {                                          \
-    reduce_typed<T>(op, out, inputs, input_count, count);                                     \
-  }
+SHMCOLL_DEFINE_KERNELS(SHMCOLL_SIMD_CLONES)
 
-SHMCOLL_DEFINE_KERNEL(reduce_i8, std::int8_t)
-SHMCOLL_DEFINE_KERNEL(reduce_i16, std::int16_t)
-SHMCOLL_DEFINE_KERNEL(reduce_i32, std::int32_t)
-SHMCOLL_DEFINE_KERNEL(reduce_i64, std::int64_t)
-SHMCOLL_DEFINE_KERNEL(reduce_u8, std::uint8_t)
-SHMCOLL_DEFINE_KERNEL(reduce_u16, std::uint16_t)
-SHMCOLL_DEFINE_KERNEL(reduce_u32, std::uint32_t)
-SHMCOLL_DEFINE_KERNEL(reduce_u64, std::uint64_t)
-SHMCOLL_DEFINE_KERNEL(reduce_f32, float)
-SHMCOLL_DEFINE_KERNEL(reduce_f64, double)
+// A user function computes inoutvec = invec op inoutvec. Folding right to left,
+//   acc = in[k-1];  acc = in[k-2] op acc;  ...;  acc = in[0] op acc,
+// gives in[0] op (in[1] op (... op in[k-1])), which associativity makes the rank-order result.
+// The accumulator is a private block, so `out` may alias any input.
+void reduce_user(Dtype dtype, const Op::UserFunction& function, void* out,
+                 const void* const* inputs, int input_count, std::size_t count) {
+  alignas(64) unsigned char block[kernels::kBlockBytes];
+  const std::size_t element = dtype_size(dtype);
+  const std::size_t per_block = sizeof(block) / element;
+  for (std::size_t first = 0; first < count; first += per_block) {
+    const std::size_t n = std::min(per_block, count - first);
+    const std::size_t offset = first * element;
+    std::memcpy(block, static_cast<const char*>(inputs[input_count - 1]) + offset, n * element);
+    for (int k = input_count - 2; k >= 0; --k) {
+      function(static_cast<const char*>(inputs[k]) + offset, block, n, dtype);
+    }
+    std::memcpy(static_cast<char*>(out) + offset, block, n * element);
+  }
+}
 
 }  // namespace
 
-void reduce_kary(Dtype dtype, Op op, void* out, const void* const* inputs, int input_count,
-                 std::size_t count) {
-  switch (dtype) {
-    case Dtype::i8:
-      return reduce_i8(op, out, inputs, input_count, count);
-    case Dtype::i16:
-      return reduce_i16(op, out, inputs, input_count, count);
-    case Dtype::i32:
-      return reduce_i32(op, out, inputs, input_count, count);
-    case Dtype::i64:
-      return reduce_i64(op, out, inputs, input_count, count);
-    case Dtype::u8:
-      return reduce_u8(op, out, inputs, input_count, count);
-    case Dtype::u16:
-      return reduce_u16(op, out, inputs, input_count, count);
-    case Dtype::u32:
-      return reduce_u32(op, out, inputs, input_count, count);
-    case Dtype::u64:
-      return reduce_u64(op, out, inputs, input_count, count);
-    case Dtype::f32:
-      return reduce_f32(op, out, inputs, input_count, count);
-    case Dtype::f64:
-      return reduce_f64(op, out, inputs, input_count, count);
+std::string op_undefined_reason(const Op& op, Dtype dtype) {
+  if (!is_valid_dtype(dtype)) {
+    return "dtype " + std::to_string(static_cast<int>(dtype)) + " is not a shmcoll::Dtype";
   }
-  fail(Errc::invalid_argument, "dtype ", static_cast<int>(dtype), " is not a shmcoll::Dtype");
+  const Op::Kind kind = op.kind();
+  if (static_cast<unsigned>(kind) > static_cast<unsigned>(Op::user)) {
+    return "op " + std::to_string(static_cast<int>(kind)) + " is not a shmcoll::Op";
+  }
+  if (op_defined_on(op, dtype)) return {};
+  const char* allowed = "integer types and byte";
+  if (kind == Op::maxloc || kind == Op::minloc) allowed = "the pair types (float_int, 2int, ...)";
+  if (kind == Op::sum || kind == Op::prod) allowed = "integer, floating and complex types";
+  if (kind == Op::min || kind == Op::max) allowed = "integer and floating types";
+  if (kind == Op::land || kind == Op::lor || kind == Op::lxor) allowed = "integer types and bool";
+  if (kind == Op::user) allowed = "ops made by Op::create";
+  return std::string("op ") + op_name(op) + " is not defined on dtype " + dtype_name(dtype) +
+         " (MPI allows " + op_name(op) + " only on " + allowed + ")";
+}
+
+void reduce_kary(Dtype dtype, const Op& op, void* out, const void* const* inputs, int input_count,
+                 std::size_t count) {
+  if (count == 0 || input_count <= 0) return;
+  if (input_count == 1) {
+    if (out != inputs[0]) std::memmove(out, inputs[0], count * dtype_size(dtype));
+    return;
+  }
+  if (op.kind() == Op::user)
+    return reduce_user(dtype, *op.user_function(), out, inputs, input_count, count);
+  reduce_dispatch(dtype, op.kind(), out, inputs, input_count, count);
+}
+
+void reduce_into(Dtype dtype, const Op& op, const void* in, void* inout, std::size_t count) {
+  const void* inputs[] = {in, inout};
+  reduce_kary(dtype, op, inout, inputs, 2, count);
+}
+
+void reduce_pair(Dtype dtype, const Op& op, const void* a, const void* b, void* out,
+                 std::size_t count) {
+  const void* inputs[] = {a, b};
+  reduce_kary(dtype, op, out, inputs, 2, count);
 }
 
 }  // namespace shmcoll::ops
+
+namespace shmcoll {
+
+void reduce_local(const void* in, void* inout, std::int64_t count, Dtype dtype, const Op& op) {
+  const std::string reason = ops::op_undefined_reason(op, dtype);
+  if (!reason.empty()) fail(Errc::invalid_argument, "reduce_local: ", reason);
+  if (count < 0)
+    fail(Errc::invalid_argument, "reduce_local: count must be non-negative, got ", count);
+  if (count > 0 && (in == nullptr || inout == nullptr)) {
+    fail(Errc::invalid_argument, "reduce_local: ", in == nullptr ? "in" : "inout",
+         " is null with count ", count);
+  }
+  ops::reduce_into(dtype, op, in, inout, static_cast<std::size_t>(count));
+}
+
+}  // namespace shmcoll

@@ -1,15 +1,32 @@
-// Elementwise reduction kernels. The k-ary form reads each input once and writes the output once:
-//   out[i] = in[0][i] op in[1][i] op ... op in[k-1][i]     (left to right: rank order)
-// `out` may alias any input. Integer sums and products wrap as in C (two's complement).
+// Elementwise reductions: the three forms the collectives need, for every element type and
+// operation, on any CPU (the best SIMD level is chosen at load time), and user operations.
+// Operands combine left to right in the order given (rank order), whether or not `op` commutes.
+// Integer sums and products wrap as in C (two's complement).
 #pragma once
 
 #include <cstddef>
+#include <string>
 
-#include "shmcoll/shmcoll.hpp"
+#include "shmcoll/types.hpp"
 
 namespace shmcoll::ops {
 
-void reduce_kary(Dtype dtype, Op op, void* out, const void* const* inputs, int input_count,
+// Why `op` cannot reduce `dtype` (MPI's table, in words), or an empty string when it can.
+std::string op_undefined_reason(const Op& op, Dtype dtype);
+
+// out = in[0] op in[1] op ... op in[k-1], reading each input once. `out` may alias any input.
+void reduce_kary(Dtype dtype, const Op& op, void* out, const void* const* inputs, int input_count,
                  std::size_t count);
+// inout = in op inout (MPI_Reduce_local's form).
+void reduce_into(Dtype dtype, const Op& op, const void* in, void* inout, std::size_t count);
+// out = a op b, which saves the copy the in-place form would need.
+void reduce_pair(Dtype dtype, const Op& op, const void* a, const void* b, void* out,
+                 std::size_t count);
+
+// The same kernels compiled without SIMD: the benchmark's scalar baseline.
+namespace scalar {
+void reduce_kary(Dtype dtype, const Op& op, void* out, const void* const* inputs, int input_count,
+                 std::size_t count);
+}
 
 }  // namespace shmcoll::ops

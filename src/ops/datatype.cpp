@@ -1,0 +1,316 @@
+// The derived datatype engine. A type is a tree: leaves are predefined element types; an inner
+// node places runs of `blocklength` copies of a child at byte displacements. Strided runs (the
+// vector family) are stored as a formula, not a list, so a vector of a million blocks costs one
+// node. Packing walks the tree in typemap order and copies whole runs where the child is compact.
+#include "shmcoll/datatype.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "util/fail.hpp"
+
+namespace shmcoll {
+
+struct Datatype::Node {
+  struct Run {  // `blocklength` consecutive children (each one child extent apart) at
+                // `displacement`
+    std::int64_t displacement;
+    std::int64_t blocklength;
+    std::shared_ptr<const Node> child;
+  };
+  // Strided: runs[0] repeated at i * stride for i < stride_count. Listed: each run once. A leaf
+  // has no runs (it is compact, so packing never looks at them).
+  std::vector<Run> runs;
+  bool strided = false;
+  std::int64_t stride_count = 0;
+  std::int64_t stride = 0;
+
+  std::size_t size = 0;
+  std::int64_t lb = 0, ub = 0, true_lb = 0, true_ub = 0;
+  std::size_t alignment = 1;
+  bool has_markers = false;  // a resized type is inside: bounds are explicit, no padding
+  bool compact = true;       // one element's data is one run from true_lb, in typemap order
+  std::optional<Dtype> element_type;
+  std::int64_t element_count = 0;
+
+  bool contiguous() const { return compact && lb == true_lb && ub - lb == std::int64_t(size); }
+  std::int64_t extent() const { return ub - lb; }
+};
+
+namespace {
+
+using Node = Datatype::Node;
+
+std::int64_t checked_mul(std::int64_t a, std::int64_t b, const char* what) {
+  std::int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) fail(Errc::invalid_argument, what, " overflows");
+  return r;
+}
+
+std::int64_t checked_add(std::int64_t a, std::int64_t b, const char* what) {
+  std::int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) fail(Errc::invalid_argument, what, " overflows");
+  return r;
+}
+
+void check_count(const char* call, const char* name, std::int64_t value) {
+  if (value < 0)
+    fail(Errc::invalid_argument, call, ": ", name, " must be non-negative, got ", value);
+}
+
+std::size_t alignment_of(Dtype dtype) {
+  return visit_dtype(dtype, [](auto zero) { return alignof(decltype(zero)); });
+}
+
+// Accumulates a node's bounds and properties run by run. add() takes the displacements of the
+// lowest and highest child copy in the run and how many copies it holds.
+struct Builder {
+  Node node;
+  bool any = false;
+  std::int64_t expected_next = 0;  // where the next run must start for the node to stay compact
+
+  void add(std::int64_t first_disp, std::int64_t last_disp, std::int64_t copies, const Node& child,
+           bool in_order) {
+    if (copies == 0) return;
+    const auto lo = std::min(first_disp, last_disp), hi = std::max(first_disp, last_disp);
+    const std::int64_t lb = checked_add(lo, child.lb, "lower bound");
+    const std::int64_t ub = checked_add(hi, child.ub, "upper bound");
+    const std::int64_t tlb = lo + child.true_lb, tub = hi + child.true_ub;
+    const std::size_t bytes = static_cast<std::size_t>(checked_mul(copies, child.size, "size"));
+    if (!any) {
+      node.lb = lb, node.ub = ub, node.true_lb = tlb, node.true_ub = tub;
+      node.element_type = child.element_type;
+      expected_next = first_disp + child.true_lb;
+    } else {
+      node.lb = std::min(node.lb, lb), node.ub = std::max(node.ub, ub);
+      node.true_lb = std::min(node.true_lb, tlb), node.true_ub = std::max(node.true_ub, tub);
+      if (node.element_type != child.element_type) node.element_type.reset();
+    }
+    // Compact: this run continues exactly where the previous one ended, and its copies follow
+    // each other without gaps.
+    const bool run_compact =
+        in_order && child.contiguous() && first_disp + child.true_lb == expected_next;
+    node.compact = node.compact && run_compact;
+    expected_next = first_disp + child.true_lb + std::int64_t(bytes);
+    node.size += bytes;
+    node.element_count += checked_mul(copies, child.element_count, "element count");
+    node.alignment = std::max(node.alignment, child.alignment);
+    node.has_markers = node.has_markers || child.has_markers;
+    any = true;
+  }
+
+  std::shared_ptr<const Node> finish() {
+    if (!any) node.element_type.reset();
+    return std::make_shared<const Node>(std::move(node));
+  }
+};
+
+std::shared_ptr<const Node> make_strided(const char* call, std::int64_t count,
+                                         std::int64_t blocklength, std::int64_t stride_bytes,
+                                         const std::shared_ptr<const Node>& child) {
+  check_count(call, "count", count);
+  check_count(call, "blocklength", blocklength);
+  Builder builder;
+  const std::int64_t extent = child->extent();
+  if (count > 0 && blocklength > 0) {
+    // The extremes of i * stride + j * extent lie at the corners.
+    const std::int64_t last_block = checked_mul(count - 1, stride_bytes, "stride");
+    const std::int64_t last_in_block = checked_mul(blocklength - 1, extent, "blocklength");
+    const std::int64_t corners[] = {0, last_block, last_in_block, last_block + last_in_block};
+    const auto [lo, hi] = std::minmax_element(std::begin(corners), std::end(corners));
+    const bool in_order = extent >= 0 && (count == 1 || stride_bytes == blocklength * extent);
+    builder.add(*lo, *hi, checked_mul(count, blocklength, "count"), *child, in_order);
+  }
+  builder.node.runs.push_back({0, blocklength, child});
+  builder.node.strided = true;
+  builder.node.stride_count = count;
+  builder.node.stride = stride_bytes;
+  return builder.finish();
+}
+
+std::shared_ptr<const Node> make_listed(const char* call,
+                                        std::span<const std::int64_t> blocklengths,
+                                        std::span<const std::int64_t> displacements,
+                                        std::span<const std::shared_ptr<const Node>> children,
+                                        bool pad_to_alignment) {
+  if (blocklengths.size() != displacements.size()) {
+    fail(Errc::invalid_argument, call, ": ", blocklengths.size(), " blocklengths but ",
+         displacements.size(), " displacements");
+  }
+  Builder builder;
+  for (std::size_t i = 0; i < blocklengths.size(); ++i) {
+    check_count(call, "blocklength", blocklengths[i]);
+    const Node& child = *children[children.size() == 1 ? 0 : i];
+    const std::int64_t last =
+        displacements[i] +
+        checked_mul(std::max<std::int64_t>(blocklengths[i] - 1, 0), child.extent(), "blocklength");
+    builder.add(displacements[i], last, blocklengths[i], child, child.extent() >= 0);
+    builder.node.runs.push_back(
+        {displacements[i], blocklengths[i], children[children.size() == 1 ? 0 : i]});
+  }
+  Node& node = builder.node;
+  if (pad_to_alignment && !node.has_markers && builder.any) {
+    const auto align = static_cast<std::int64_t>(node.alignment);
+    node.ub = node.lb + (node.ub - node.lb + align - 1) / align * align;
+  }
+  return builder.finish();
+}
+
+std::shared_ptr<const Node> make_leaf(Dtype dtype) {
+  if (!is_valid_dtype(dtype)) {
+    fail(Errc::invalid_argument, "Datatype: dtype ", static_cast<int>(dtype),
+         " is not a shmcoll::Dtype");
+  }
+  Node node;
+  node.size = dtype_size(dtype);
+  node.ub = node.true_ub = static_cast<std::int64_t>(node.size);
+  node.alignment = alignment_of(dtype);
+  node.element_type = dtype;
+  node.element_count = 1;
+  return std::make_shared<const Node>(std::move(node));
+}
+
+// Calls copy(address, bytes) for each run of data of one element at `base`, in typemap order.
+template <typename Copy>
+void for_each_run(const Node& node, const char* base, Copy& copy) {
+  if (node.compact) return copy(base + node.true_lb, node.size);
+  const auto visit_run = [&](const Node::Run& run, std::int64_t displacement) {
+    const Node& child = *run.child;
+    const char* first = base + displacement;
+    if (child.contiguous())
+      return copy(first + child.lb, child.size * std::size_t(run.blocklength));
+    for (std::int64_t j = 0; j < run.blocklength; ++j)
+      for_each_run(child, first + j * child.extent(), copy);
+  };
+  if (node.strided) {
+    for (std::int64_t i = 0; i < node.stride_count; ++i) visit_run(node.runs[0], i * node.stride);
+    return;
+  }
+  for (const Node::Run& run : node.runs) visit_run(run, run.displacement);
+}
+
+template <typename Copy>
+void for_each_element_run(const char* call, const Node& node, const void* buffer,
+                          std::int64_t count, Copy& copy) {
+  check_count(call, "count", count);
+  const auto* base = static_cast<const char*>(buffer);
+  if (node.contiguous()) return copy(base + node.lb, node.size * std::size_t(count));
+  for (std::int64_t i = 0; i < count; ++i) for_each_run(node, base + i * node.extent(), copy);
+}
+
+}  // namespace
+
+Datatype::Datatype(Dtype element) : node_(make_leaf(element)) {}
+
+Datatype Datatype::contiguous(std::int64_t count, const Datatype& old) {
+  return Datatype(make_strided("Datatype::contiguous", count, 1, old.extent(), old.node_));
+}
+
+Datatype Datatype::vector(std::int64_t count, std::int64_t blocklength, std::int64_t stride,
+                          const Datatype& old) {
+  return Datatype(make_strided("Datatype::vector", count, blocklength,
+                               checked_mul(stride, old.extent(), "stride"), old.node_));
+}
+
+Datatype Datatype::hvector(std::int64_t count, std::int64_t blocklength, std::int64_t stride_bytes,
+                           const Datatype& old) {
+  return Datatype(make_strided("Datatype::hvector", count, blocklength, stride_bytes, old.node_));
+}
+
+Datatype Datatype::indexed(std::span<const std::int64_t> blocklengths,
+                           std::span<const std::int64_t> displacements, const Datatype& old) {
+  std::vector<std::int64_t> bytes(displacements.size());
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    bytes[i] = checked_mul(displacements[i], old.extent(), "displacement");
+  }
+  return Datatype(make_listed("Datatype::indexed", blocklengths, bytes, {&old.node_, 1}, false));
+}
+
+Datatype Datatype::hindexed(std::span<const std::int64_t> blocklengths,
+                            std::span<const std::int64_t> byte_displacements, const Datatype& old) {
+  return Datatype(
+      make_listed("Datatype::hindexed", blocklengths, byte_displacements, {&old.node_, 1}, false));
+}
+
+Datatype Datatype::indexed_block(std::int64_t blocklength,
+                                 std::span<const std::int64_t> displacements, const Datatype& old) {
+  check_count("Datatype::indexed_block", "blocklength", blocklength);
+  const std::vector<std::int64_t> blocklengths(displacements.size(), blocklength);
+  return indexed(blocklengths, displacements, old);
+}
+
+Datatype Datatype::structure(std::span<const std::int64_t> blocklengths,
+                             std::span<const std::int64_t> byte_displacements,
+                             std::span<const Datatype> types) {
+  if (types.size() != blocklengths.size()) {
+    fail(Errc::invalid_argument, "Datatype::structure: ", blocklengths.size(), " blocklengths but ",
+         types.size(), " types");
+  }
+  std::vector<std::shared_ptr<const Node>> children;
+  for (const Datatype& type : types) children.push_back(type.node_);
+  if (children.empty()) children.push_back(make_leaf(Dtype::byte));  // a type with no elements
+  return Datatype(
+      make_listed("Datatype::structure", blocklengths, byte_displacements, children, true));
+}
+
+Datatype Datatype::resized(const Datatype& old, std::int64_t lb, std::int64_t extent) {
+  if (extent < 0)
+    fail(Errc::invalid_argument, "Datatype::resized: extent must be non-negative, got ", extent);
+  Node node = *old.node_;  // the same data description under new bounds
+  node.lb = lb;
+  node.ub = checked_add(lb, extent, "Datatype::resized: lb + extent");
+  node.has_markers = true;
+  return Datatype(std::make_shared<const Node>(std::move(node)));
+}
+
+std::size_t Datatype::size() const noexcept {
+  return node_->size;
+}
+std::int64_t Datatype::lb() const noexcept {
+  return node_->lb;
+}
+std::int64_t Datatype::ub() const noexcept {
+  return node_->ub;
+}
+std::int64_t Datatype::extent() const noexcept {
+  return node_->extent();
+}
+std::int64_t Datatype::true_lb() const noexcept {
+  return node_->true_lb;
+}
+std::int64_t Datatype::true_extent() const noexcept {
+  return node_->true_ub - node_->true_lb;
+}
+bool Datatype::is_contiguous() const noexcept {
+  return node_->contiguous();
+}
+std::optional<Dtype> Datatype::element_type() const noexcept {
+  return node_->element_type;
+}
+std::int64_t Datatype::element_count() const noexcept {
+  return node_->element_count;
+}
+
+std::size_t Datatype::pack(const void* buffer, std::int64_t count, void* packed) const {
+  auto* out = static_cast<char*>(packed);
+  auto copy = [&out](const char* from, std::size_t bytes) {
+    std::memcpy(out, from, bytes);
+    out += bytes;
+  };
+  for_each_element_run("Datatype::pack", *node_, buffer, count, copy);
+  return static_cast<std::size_t>(out - static_cast<char*>(packed));
+}
+
+std::size_t Datatype::unpack(const void* packed, std::int64_t count, void* buffer) const {
+  const auto* in = static_cast<const char*>(packed);
+  auto copy = [&in](const char* to, std::size_t bytes) {
+    std::memcpy(const_cast<char*>(to), in, bytes);
+    in += bytes;
+  };
+  for_each_element_run("Datatype::unpack", *node_, buffer, count, copy);
+  return static_cast<std::size_t>(in - static_cast<const char*>(packed));
+}
+
+}  // namespace shmcoll

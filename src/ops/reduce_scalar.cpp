@@ -1,0 +1,22 @@
+// The kernels of reduce.cpp without SIMD (this file is compiled with -fno-tree-vectorize), so the
+// benchmark can show what vectorization buys.
+#include <cstring>
+
+#include "ops/kernels.hpp"
+#include "ops/reduce.hpp"
+
+namespace shmcoll::ops::scalar {
+
+namespace {
+SHMCOLL_DEFINE_KERNELS()
+}  // namespace
+
+void reduce_kary(Dtype dtype, const Op& op, void* out, const void* const* inputs, int input_count,
+                 std::size_t count) {
+  if (op.kind() == Op::user || input_count < 2) {
+    return ops::reduce_kary(dtype, op, out, inputs, input_count, count);
+  }
+  reduce_dispatch(dtype, op.kind(), out, inputs, input_count, count);
+}
+
+}  // namespace shmcoll::ops::scalar
