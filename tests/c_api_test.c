@@ -3,6 +3,10 @@
 #include <stdio.h>
 #include <string.h>
 
+static void keep_left(void* invec, void* inoutvec, int* len, shmcoll_dtype* dtype) {
+  if (*dtype == SHMCOLL_INT32) memcpy(inoutvec, invec, (size_t)*len * sizeof(int32_t));
+}
+
 static int check_team(shmcoll_team* team, void* arg) {
   (void)arg;
   const int rank = shmcoll_rank(team), size = shmcoll_size(team);
@@ -25,6 +29,25 @@ static int check_team(shmcoll_team* team, void* arg) {
       SHMCOLL_ERR_INVALID_ARGUMENT)
     return 9;
   if (strstr(shmcoll_last_error(), "count") == NULL) return 10;
+  /* MAXLOC on MPI's double_int layout: the highest rank holds the maximum. */
+  struct {
+    double value;
+    int index;
+  } pair = {rank * 1.5, rank}, best;
+  if (shmcoll_allreduce(team, &pair, &best, 1, SHMCOLL_DOUBLE_INT, SHMCOLL_MAXLOC) != SHMCOLL_OK)
+    return 12;
+  if (best.index != size - 1 || best.value != (size - 1) * 1.5) return 13;
+  /* A user operation that is not commutative: "keep the left operand" gives rank 0's value. */
+  shmcoll_op left;
+  if (shmcoll_op_create(keep_left, 0, &left) != SHMCOLL_OK) return 14;
+  int32_t mine32 = 100 + rank, first = -1;
+  if (shmcoll_allreduce(team, &mine32, &first, 1, SHMCOLL_INT32, left) != SHMCOLL_OK) return 15;
+  if (first != 100 || shmcoll_op_free(&left) != SHMCOLL_OK || left != -1) return 16;
+  /* An operation MPI does not define on a type is refused with both named. */
+  if (shmcoll_allreduce(team, &value, &sum, 1, SHMCOLL_DOUBLE, SHMCOLL_BXOR) !=
+      SHMCOLL_ERR_INVALID_ARGUMENT)
+    return 17;
+  if (strstr(shmcoll_last_error(), "bxor is not defined on dtype f64") == NULL) return 18;
   return shmcoll_barrier(team) == SHMCOLL_OK ? 0 : 11;
 }
 

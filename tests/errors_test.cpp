@@ -60,12 +60,10 @@ TEST(Errors, BadArgumentsAreRejectedByNameAndTheTeamStaysUsable) {
     bad += expect_rejected(
         [&] { team.allreduce(a.data(), b.data(), 4, Dtype::f32, Op(static_cast<Op::Kind>(99))); },
         {"op", "99"});
-    bad += expect_rejected(
-        [&] { team.allreduce(a.data(), b.data(), 4, Dtype::f32, Op::band); },
-        {"allreduce", "rank", "band", "f32", "not defined"});
-    bad += expect_rejected(
-        [&] { team.reduce(a.data(), b.data(), 4, Dtype::f32, Op::maxloc, 0); },
-        {"reduce", "maxloc", "f32", "pair types"});
+    bad += expect_rejected([&] { team.allreduce(a.data(), b.data(), 4, Dtype::f32, Op::band); },
+                           {"allreduce", "rank", "band", "f32", "not defined"});
+    bad += expect_rejected([&] { team.reduce(a.data(), b.data(), 4, Dtype::f32, Op::maxloc, 0); },
+                           {"reduce", "maxloc", "f32", "pair types"});
     bad += expect_rejected([&] { team.allreduce(a.data(), a.data() + 2, 4, Dtype::f32, Op::sum); },
                            {"overlap"});
     bad += expect_rejected(

@@ -30,8 +30,11 @@ struct Datatype::Node {
   std::size_t size = 0;
   std::int64_t lb = 0, ub = 0, true_lb = 0, true_ub = 0;
   std::size_t alignment = 1;
-  bool has_markers = false;  // a resized type is inside: bounds are explicit, no padding
-  bool compact = true;       // one element's data is one run from true_lb, in typemap order
+  // Bounds set by a resized type inside are sticky: they override the bounds of plain data around
+  // them, and stop a struct's alignment padding (MPI's lb/ub markers, as Open MPI 4.1 computes
+  // them; MPICH 4.0 pads such a struct anyway).
+  bool sticky_lb = false, sticky_ub = false;
+  bool compact = true;  // one element's data is one run from true_lb, in typemap order
   std::optional<Dtype> element_type;
   std::int64_t element_count = 0;
 
@@ -67,7 +70,20 @@ std::size_t alignment_of(Dtype dtype) {
 // Accumulates a node's bounds and properties run by run. add() takes the displacements of the
 // lowest and highest child copy in the run and how many copies it holds.
 struct Builder {
+  struct Bound {
+    bool sticky = false;
+    std::optional<std::int64_t> value;
+  };
+  template <typename Pick>
+  static void merge(Bound& bound, std::int64_t value, bool sticky, Pick pick) {
+    if (sticky && !bound.sticky)
+      bound = {true, value};
+    else if (sticky == bound.sticky)
+      bound.value = bound.value ? pick(*bound.value, value) : value;
+  }
+
   Node node;
+  Bound lb, ub;
   bool any = false;
   std::int64_t expected_next = 0;  // where the next run must start for the node to stay compact
 
@@ -75,16 +91,17 @@ struct Builder {
            bool in_order) {
     if (copies == 0) return;
     const auto lo = std::min(first_disp, last_disp), hi = std::max(first_disp, last_disp);
-    const std::int64_t lb = checked_add(lo, child.lb, "lower bound");
-    const std::int64_t ub = checked_add(hi, child.ub, "upper bound");
+    merge(lb, checked_add(lo, child.lb, "lower bound"), child.sticky_lb,
+          [](auto a, auto b) { return std::min(a, b); });
+    merge(ub, checked_add(hi, child.ub, "upper bound"), child.sticky_ub,
+          [](auto a, auto b) { return std::max(a, b); });
     const std::int64_t tlb = lo + child.true_lb, tub = hi + child.true_ub;
     const std::size_t bytes = static_cast<std::size_t>(checked_mul(copies, child.size, "size"));
     if (!any) {
-      node.lb = lb, node.ub = ub, node.true_lb = tlb, node.true_ub = tub;
+      node.true_lb = tlb, node.true_ub = tub;
       node.element_type = child.element_type;
       expected_next = first_disp + child.true_lb;
     } else {
-      node.lb = std::min(node.lb, lb), node.ub = std::max(node.ub, ub);
       node.true_lb = std::min(node.true_lb, tlb), node.true_ub = std::max(node.true_ub, tub);
       if (node.element_type != child.element_type) node.element_type.reset();
     }
@@ -97,12 +114,13 @@ struct Builder {
     node.size += bytes;
     node.element_count += checked_mul(copies, child.element_count, "element count");
     node.alignment = std::max(node.alignment, child.alignment);
-    node.has_markers = node.has_markers || child.has_markers;
     any = true;
   }
 
   std::shared_ptr<const Node> finish() {
     if (!any) node.element_type.reset();
+    node.lb = lb.value.value_or(0), node.sticky_lb = lb.sticky;
+    node.ub = ub.value.value_or(0), node.sticky_ub = ub.sticky;
     return std::make_shared<const Node>(std::move(node));
   }
 };
@@ -150,12 +168,14 @@ std::shared_ptr<const Node> make_listed(const char* call,
     builder.node.runs.push_back(
         {displacements[i], blocklengths[i], children[children.size() == 1 ? 0 : i]});
   }
-  Node& node = builder.node;
-  if (pad_to_alignment && !node.has_markers && builder.any) {
-    const auto align = static_cast<std::int64_t>(node.alignment);
-    node.ub = node.lb + (node.ub - node.lb + align - 1) / align * align;
+  auto node = builder.finish();
+  if (pad_to_alignment && !node->sticky_lb && !node->sticky_ub && builder.any) {
+    auto padded = std::make_shared<Node>(*node);
+    const auto align = static_cast<std::int64_t>(padded->alignment);
+    padded->ub = padded->lb + (padded->extent() + align - 1) / align * align;
+    return padded;
   }
-  return builder.finish();
+  return node;
 }
 
 std::shared_ptr<const Node> make_leaf(Dtype dtype) {
@@ -261,7 +281,7 @@ Datatype Datatype::resized(const Datatype& old, std::int64_t lb, std::int64_t ex
   Node node = *old.node_;  // the same data description under new bounds
   node.lb = lb;
   node.ub = checked_add(lb, extent, "Datatype::resized: lb + extent");
-  node.has_markers = true;
+  node.sticky_lb = node.sticky_ub = true;
   return Datatype(std::make_shared<const Node>(std::move(node)));
 }
 
