@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 
 #include "ops/element.hpp"
@@ -19,20 +20,6 @@ inline constexpr std::size_t kBlockBytes = 8192;
 // The first pass combines up to this many inputs, later passes the block and up to one fewer:
 // several streams in flight keep the memory system busy without spilling registers.
 inline constexpr int kInputsPerPass = 4;
-
-// Inputs usually sit in another core's cache, and the hardware prefetcher stops at every page
-// boundary, so each block asks for the whole next block before it starts computing.
-template <typename T>
-[[gnu::always_inline]] inline void prefetch_block(const void* const* inputs, int input_count,
-                                                  std::size_t first, std::size_t count,
-                                                  std::size_t block) {
-  const std::size_t end = std::min(count, first + block);
-  constexpr std::size_t kLine = std::max<std::size_t>(1, 64 / sizeof(T));
-  for (int k = 0; k < input_count; ++k) {
-    const T* in = static_cast<const T*>(inputs[k]);
-    for (std::size_t i = first; i < end; i += kLine) __builtin_prefetch(in + i);
-  }
-}
 
 inline bool overlaps_any(const void* out, const void* const* inputs, int first, int last,
                          std::size_t bytes) {
@@ -81,13 +68,14 @@ template <typename T, Op::Kind K>
   constexpr std::size_t kBlock = kBlockBytes / sizeof(A) > 0 ? kBlockBytes / sizeof(A) : 1;
   T* out = static_cast<T*>(out_bytes);
   const int first_pass = std::min(input_count, kInputsPerPass);
-  bool direct = std::is_same_v<A, T> &&
-                !overlaps_any(out, inputs, first_pass, input_count, count * sizeof(T));
+  const bool direct = std::is_same_v<A, T> &&
+                      !overlaps_any(out, inputs, first_pass, input_count, count * sizeof(T));
+  // One pass needs no blocks: a single loop streams best.
+  const std::size_t block_count = direct && input_count == first_pass ? count : kBlock;
   alignas(64) A private_block[kBlock];
   const T* in[kInputsPerPass];
-  for (std::size_t base = 0; base < count; base += kBlock) {
-    const std::size_t n = std::min(kBlock, count - base);
-    prefetch_block<T>(inputs, input_count, base + kBlock, count, kBlock);
+  for (std::size_t base = 0; base < count; base += block_count) {
+    const std::size_t n = std::min(block_count, count - base);
     A* block = private_block;
     if constexpr (std::is_same_v<A, T>) {
       if (direct) block = out + base;
@@ -183,14 +171,15 @@ template <typename T>
 #define SHMCOLL_DISPATCH(name) \
   case Dtype::name:            \
     return reduce_##name(op, out, inputs, input_count, count);
-#define SHMCOLL_DISPATCH_ALL                                                                     \
-  SHMCOLL_DISPATCH(i8)                                                                           \
-  SHMCOLL_DISPATCH(i16) SHMCOLL_DISPATCH(i32) SHMCOLL_DISPATCH(i64) SHMCOLL_DISPATCH(u8)         \
-      SHMCOLL_DISPATCH(u16) SHMCOLL_DISPATCH(u32) SHMCOLL_DISPATCH(u64) SHMCOLL_DISPATCH(f32)    \
-          SHMCOLL_DISPATCH(f64) SHMCOLL_DISPATCH(f16) SHMCOLL_DISPATCH(bf16)                     \
-              SHMCOLL_DISPATCH(long_double) SHMCOLL_DISPATCH(complex_f32)                        \
-                  SHMCOLL_DISPATCH(complex_f64) SHMCOLL_DISPATCH(boolean)                        \
-                      SHMCOLL_DISPATCH(character) SHMCOLL_DISPATCH(wchar) SHMCOLL_DISPATCH(byte) \
-                          SHMCOLL_DISPATCH(float_int) SHMCOLL_DISPATCH(double_int)               \
-                              SHMCOLL_DISPATCH(long_int) SHMCOLL_DISPATCH(int_int)               \
-                                  SHMCOLL_DISPATCH(short_int) SHMCOLL_DISPATCH(long_double_int)
+#define SHMCOLL_DISPATCH_ALL                                                                    \
+  SHMCOLL_DISPATCH(i8)                                                                          \
+  SHMCOLL_DISPATCH(i16)                                                                         \
+  SHMCOLL_DISPATCH(i32) SHMCOLL_DISPATCH(i64) SHMCOLL_DISPATCH(u8) SHMCOLL_DISPATCH(u16)        \
+      SHMCOLL_DISPATCH(u32) SHMCOLL_DISPATCH(u64) SHMCOLL_DISPATCH(f32) SHMCOLL_DISPATCH(f64)   \
+          SHMCOLL_DISPATCH(f16) SHMCOLL_DISPATCH(bf16) SHMCOLL_DISPATCH(long_double)            \
+              SHMCOLL_DISPATCH(complex_f32) SHMCOLL_DISPATCH(complex_f64)                       \
+                  SHMCOLL_DISPATCH(boolean) SHMCOLL_DISPATCH(character) SHMCOLL_DISPATCH(wchar) \
+                      SHMCOLL_DISPATCH(byte) SHMCOLL_DISPATCH(float_int)                        \
+                          SHMCOLL_DISPATCH(double_int) SHMCOLL_DISPATCH(long_int)               \
+                              SHMCOLL_DISPATCH(int_int) SHMCOLL_DISPATCH(short_int)             \
+                                  SHMCOLL_DISPATCH(long_double_int)
