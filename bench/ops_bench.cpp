@@ -85,7 +85,12 @@ void register_kernel(const char* name, Kernel kernel, Dtype dtype, const Op& op,
                                  auto& b = buffers();
                                  fill_with_ones(dtype, b.inputs[0].data(), bytes);
                                  fill_with_ones(dtype, b.out.data(), bytes);
+                                 // replace (a op b = b) in this form leaves inout as it is; the
+                                 // compiler then removes the
+                                 // loop. Swapping the operands makes it the copy it is everywhere
+                                 // else.
                                  const void* inputs[] = {b.inputs[0].data(), b.out.data()};
+                                 if (op.kind() == Op::replace) std::swap(inputs[0], inputs[1]);
                                  const std::size_t count = bytes / shmcoll::dtype_size(dtype);
                                  for (auto _ : state) {
                                    kernel(dtype, op, b.out.data(), inputs, 2, count);
@@ -95,8 +100,10 @@ void register_kernel(const char* name, Kernel kernel, Dtype dtype, const Op& op,
                                });
 }
 
-void register_memcpy(std::size_t bytes) {
-  benchmark::RegisterBenchmark(("memcpy/" + std::to_string(bytes)).c_str(),
+// Registered once per element type, right before that type's kernels, so each type's share of
+// memcpy compares runs minutes apart at most (this machine's memory bandwidth drifts).
+void register_memcpy(const char* tag, std::size_t bytes) {
+  benchmark::RegisterBenchmark(("memcpy/" + std::string(tag) + "/" + std::to_string(bytes)).c_str(),
                                [=](benchmark::State& state) {
                                  auto& b = buffers();
                                  for (auto _ : state) {
@@ -269,7 +276,9 @@ class RatioReporter : public benchmark::ConsoleReporter {
           if (ompi > 0 && ours < ompi) ++below_ompi;
         }
         const std::string key = label(dtype, op, kLargest);
-        const double memcpy_moved = value(moved_, "memcpy/" + std::to_string(kLargest));
+        const double memcpy_moved =
+            value(moved_, "memcpy/" + std::string(shmcoll::dtype_name(dtype)) + "/" +
+                              std::to_string(kLargest));
         const double share = memcpy_moved > 0 ? value(moved_, "reduce/" + key) / memcpy_moved : 0;
         if (share > 0 && share < worst_memcpy) worst_memcpy = share, worst_memcpy_name = key;
         std::printf(" %7.0f%%\n", 100 * share);
@@ -322,8 +331,8 @@ int main(int argc, char** argv) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 #endif
   buffers();  // allocate and touch before the first timing
-  for (std::size_t bytes : kSizes) register_memcpy(bytes);
   for (int d = 0; d < shmcoll::kDtypeCount; ++d) {
+    register_memcpy(shmcoll::dtype_name(static_cast<Dtype>(d)), kLargest);
     for (int o = 0; o < shmcoll::kPredefinedOpCount; ++o) {
       const auto dtype = static_cast<Dtype>(d);
       const Op op(static_cast<Op::Kind>(o));

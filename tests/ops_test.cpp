@@ -359,6 +359,12 @@ TEST(Ops, UndefinedPairsAreRejectedBeforeAnyDataMoves) {
   expect_rejected(Dtype::complex_f32, Op::max, "integer and floating");
   expect_rejected(Dtype::byte, Op::lor, "on dtype byte");
   expect_rejected(static_cast<Dtype>(77), Op::sum, "dtype 77");
+  try {
+    shmcoll::reduce_local(a.data(), b.data(), std::int64_t{1} << 62, Dtype::f64, Op::sum);
+    ADD_FAILURE() << "accepted an overflowing count";
+  } catch (const shmcoll::Error& error) {
+    EXPECT_NE(std::string(error.what()).find("overflows"), std::string::npos) << error.what();
+  }
 }
 
 // 2x2 matrices of u64 (four elements each), multiplied: associative, not commutative.

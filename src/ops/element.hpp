@@ -83,10 +83,48 @@ struct Accumulator<bfloat16> {
   using type = float;
 };
 
+// IEEE binary16 <-> binary32 in integer and float arithmetic that vectorizes at every SIMD level
+// (GCC 12 converts _Float16 one element at a time through libgcc unless the CPU has AVX512-FP16).
+[[gnu::always_inline]] inline float half_to_float(std::uint16_t half) {
+  const std::uint32_t sign = std::uint32_t{half & 0x8000u} << 16;
+  const std::uint32_t magnitude = std::uint32_t{half & 0x7fffu} << 13;  // exponent and mantissa
+  const std::uint32_t exponent = magnitude & (0x7c00u << 13);
+  // Selects, not branches, so the loop vectorizes.
+  const std::uint32_t rebiased = magnitude + ((127 - 15) << 23);
+  const std::uint32_t special = rebiased + ((128 - 16) << 23);  // infinity, NaN: all-ones exponent
+  // Subnormal: scale the mantissa as an integer-valued float (exact).
+  const float subnormal =
+      std::bit_cast<float>(rebiased + (1u << 23)) - std::bit_cast<float>(113u << 23);
+  const std::uint32_t bits = exponent == 0                 ? std::bit_cast<std::uint32_t>(subnormal)
+                             : exponent == (0x7c00u << 13) ? special
+                                                           : rebiased;
+  return std::bit_cast<float>(bits | sign);
+}
+
+// Rounds to nearest even; NaN becomes the quiet NaN 0x7e00 (sign kept).
+[[gnu::always_inline]] inline std::uint16_t float_to_half(float value) {
+  const std::uint32_t all = std::bit_cast<std::uint32_t>(value);
+  const std::uint32_t sign = all & 0x80000000u, magnitude = all ^ sign;
+  // All three cases computed, one selected: the loop vectorizes.
+  const std::uint32_t too_big = magnitude > 0x7f800000u ? 0x7e00u : 0x7c00u;  // NaN, or infinity
+  const std::uint32_t magic = ((127 - 15) + (23 - 10) + 1)
+                              << 23;  // float addition rounds subnormals
+  const std::uint32_t tiny =
+      std::bit_cast<std::uint32_t>(std::bit_cast<float>(magnitude) + std::bit_cast<float>(magic)) -
+      magic;
+  const std::uint32_t odd = (magnitude >> 13) & 1u;  // normal: rebias, round 13 bits to even
+  const std::uint32_t normal =
+      (magnitude + (static_cast<std::uint32_t>(15 - 127) << 23) + 0xfffu + odd) >> 13;
+  const std::uint32_t half = magnitude >= (127u + 16) << 23 ? too_big
+                             : magnitude < 113u << 23       ? tiny
+                                                            : normal;
+  return static_cast<std::uint16_t>(half | (sign >> 16));
+}
+
 template <typename T>
 [[gnu::always_inline]] inline auto widen(T value) {
   if constexpr (std::is_same_v<T, float16>)
-    return static_cast<float>(std::bit_cast<_Float16>(value.bits));
+    return half_to_float(value.bits);
   else if constexpr (std::is_same_v<T, bfloat16>)
     return std::bit_cast<float>(std::uint32_t{value.bits} << 16);
   else
@@ -97,7 +135,7 @@ template <typename T>
 template <typename T>
 [[gnu::always_inline]] inline T narrow(typename Accumulator<T>::type value) {
   if constexpr (std::is_same_v<T, float16>) {
-    return float16{std::bit_cast<std::uint16_t>(static_cast<_Float16>(value))};
+    return float16{float_to_half(value)};
   } else if constexpr (std::is_same_v<T, bfloat16>) {
     const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
     const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
@@ -110,9 +148,12 @@ template <typename T>
 
 // Integer arithmetic in an unsigned type at least as wide as unsigned int, so overflow wraps
 // instead of being undefined (and u16 * u16 cannot overflow a promoted int).
+// (8-bit values use int: their products fit, and GCC then multiplies in 16-bit lanes instead of
+// widening every byte to 32 bits.)
 template <typename T>
-using WrapType =
-    std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+using WrapType = std::conditional_t<
+    sizeof(T) == 1, int,
+    std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>>;
 
 // a op b for one operation on accumulator values; `a` comes from the lower rank.
 template <Op::Kind K, typename A>
@@ -153,11 +194,15 @@ struct Combine {
     } else if constexpr (K == Op::bxor) {
       return static_cast<A>(a ^ b);
     } else if constexpr (K == Op::maxloc || K == Op::minloc) {
+      // As Open MPI: a if it wins, on a tie the lower index, otherwise (also for NaN) b. Selects,
+      // not branches, so the loop can vectorize.
       const bool a_wins = K == Op::maxloc ? b.value < a.value : a.value < b.value;
-      const bool b_wins = K == Op::maxloc ? a.value < b.value : b.value < a.value;
-      if (a_wins) return a;
-      if (b_wins) return b;
-      return A{a.value, a.index < b.index ? a.index : b.index};  // a tie: the lower index
+      const bool tie = a.value == b.value;
+      const int tie_index = a.index < b.index ? a.index : b.index;
+      A result;
+      result.value = a_wins || tie ? a.value : b.value;
+      result.index = a_wins ? a.index : tie ? tie_index : b.index;
+      return result;
     } else if constexpr (K == Op::replace) {
       return b;
     } else {

@@ -1,7 +1,6 @@
-// The k-ary elementwise kernel, written once as plain loops that GCC vectorizes. Included by
-// reduce.cpp (compiled per x86 SIMD level through target_clones) and by reduce_scalar.cpp
-// (compiled without vectorization: the benchmark's scalar baseline), each inside its own
-// namespace, with SHMCOLL_KERNEL_ATTRIBUTES saying how to compile the per-type entry points.
+// The k-ary elementwise kernel, written once as plain loops that GCC vectorizes, and the lists of
+// element types that instantiate it. simd_*.cpp compile it per x86 SIMD level (target_clones);
+// reduce_scalar.cpp compiles it without vectorization, as the benchmark's scalar baseline.
 //
 //   out[i] = in[0][i] op in[1][i] op ... op in[k-1][i]     (left to right: rank order)
 #pragma once
@@ -17,9 +16,10 @@ namespace shmcoll::ops::kernels {
 
 // Blocks of 8 KiB of accumulators stay in L1 while the inputs stream past them.
 inline constexpr std::size_t kBlockBytes = 8192;
-// The first pass combines up to this many inputs, later passes the block and up to one fewer:
-// several streams in flight keep the memory system busy without spilling registers.
-inline constexpr int kInputsPerPass = 4;
+// The first pass combines up to this many inputs, later passes the block and up to one fewer.
+// Reading all of them in one loop keeps every stream in flight at once; two passes of four ran
+// at half the speed at 8 inputs (16 MiB, f32 sum).
+inline constexpr int kInputsPerPass = 8;
 
 inline bool overlaps_any(const void* out, const void* const* inputs, int first, int last,
                          std::size_t bytes) {
@@ -43,18 +43,29 @@ template <typename T, typename A, typename F, int G, bool accumulate>
   }
 }
 
-template <typename T, typename A, typename F, bool accumulate>
-[[gnu::always_inline]] inline void combine_group(A* block, const T* const* in, int group,
+// The first pass takes 2 to 8 inputs. Later passes (more than 8 inputs: large teams) fold in 7
+// at a time and any rest one by one, which keeps the number of compiled loops, and the build
+// time, down.
+template <typename T, typename A, typename F>
+[[gnu::always_inline]] inline void combine_first(A* block, const T* const* in, int group,
                                                  std::size_t n) {
   switch (group) {
     case 1:
-      return combine_pass<T, A, F, 1, accumulate>(block, in, n);
+      return combine_pass<T, A, F, 1, false>(block, in, n);
     case 2:
-      return combine_pass<T, A, F, 2, accumulate>(block, in, n);
+      return combine_pass<T, A, F, 2, false>(block, in, n);
     case 3:
-      return combine_pass<T, A, F, 3, accumulate>(block, in, n);
+      return combine_pass<T, A, F, 3, false>(block, in, n);
+    case 4:
+      return combine_pass<T, A, F, 4, false>(block, in, n);
+    case 5:
+      return combine_pass<T, A, F, 5, false>(block, in, n);
+    case 6:
+      return combine_pass<T, A, F, 6, false>(block, in, n);
+    case 7:
+      return combine_pass<T, A, F, 7, false>(block, in, n);
     default:
-      return combine_pass<T, A, F, 4, accumulate>(block, in, n);
+      return combine_pass<T, A, F, 8, false>(block, in, n);
   }
 }
 
@@ -81,11 +92,16 @@ template <typename T, Op::Kind K>
       if (direct) block = out + base;
     }
     for (int g = 0; g < first_pass; ++g) in[g] = static_cast<const T*>(inputs[g]) + base;
-    combine_group<T, A, F, false>(block, in, first_pass, n);
-    for (int k = first_pass; k < input_count; k += kInputsPerPass - 1) {
-      const int group = std::min(kInputsPerPass - 1, input_count - k);
-      for (int g = 0; g < group; ++g) in[g] = static_cast<const T*>(inputs[k + g]) + base;
-      combine_group<T, A, F, true>(block, in, group, n);
+    combine_first<T, A, F>(block, in, first_pass, n);
+    for (int k = first_pass; k < input_count;) {
+      const bool seven = input_count - k >= kInputsPerPass - 1;
+      for (int g = 0; g < (seven ? 7 : 1); ++g) in[g] = static_cast<const T*>(inputs[k + g]) + base;
+      if (seven) {
+        combine_pass<T, A, F, kInputsPerPass - 1, true>(block, in, n);
+      } else {
+        combine_pass<T, A, F, 1, true>(block, in, n);
+      }
+      k += seven ? kInputsPerPass - 1 : 1;
     }
     if (block == private_block) {
       for (std::size_t i = 0; i < n; ++i) out[base + i] = narrow<T>(block[i]);
@@ -127,59 +143,40 @@ template <typename T>
 
 }  // namespace shmcoll::ops::kernels
 
-// Defines `void reduce_<name>(Op::Kind, void* out, const void* const* inputs, int k, size_t n)`
-// for every element type, and `reduce_dispatch(Dtype, ...)` choosing among them. GCC's
-// target_clones takes only named non-template functions, hence one function per type.
-#define SHMCOLL_DEFINE_KERNELS(ATTRIBUTES)                                             \
-  SHMCOLL_KERNEL(ATTRIBUTES, i8, std::int8_t)                                          \
-  SHMCOLL_KERNEL(ATTRIBUTES, i16, std::int16_t)                                        \
-  SHMCOLL_KERNEL(ATTRIBUTES, i32, std::int32_t)                                        \
-  SHMCOLL_KERNEL(ATTRIBUTES, i64, std::int64_t)                                        \
-  SHMCOLL_KERNEL(ATTRIBUTES, u8, std::uint8_t)                                         \
-  SHMCOLL_KERNEL(ATTRIBUTES, u16, std::uint16_t)                                       \
-  SHMCOLL_KERNEL(ATTRIBUTES, u32, std::uint32_t)                                       \
-  SHMCOLL_KERNEL(ATTRIBUTES, u64, std::uint64_t)                                       \
-  SHMCOLL_KERNEL(ATTRIBUTES, f32, float)                                               \
-  SHMCOLL_KERNEL(ATTRIBUTES, f64, double)                                              \
-  SHMCOLL_KERNEL(ATTRIBUTES, f16, float16)                                             \
-  SHMCOLL_KERNEL(ATTRIBUTES, bf16, bfloat16)                                           \
-  SHMCOLL_KERNEL(ATTRIBUTES, long_double, long double)                                 \
-  SHMCOLL_KERNEL(ATTRIBUTES, complex_f32, std::complex<float>)                         \
-  SHMCOLL_KERNEL(ATTRIBUTES, complex_f64, std::complex<double>)                        \
-  SHMCOLL_KERNEL(ATTRIBUTES, boolean, bool)                                            \
-  SHMCOLL_KERNEL(ATTRIBUTES, character, char)                                          \
-  SHMCOLL_KERNEL(ATTRIBUTES, wchar, wchar_t)                                           \
-  SHMCOLL_KERNEL(ATTRIBUTES, byte, std::byte)                                          \
-  SHMCOLL_KERNEL(ATTRIBUTES, float_int, float_int)                                     \
-  SHMCOLL_KERNEL(ATTRIBUTES, double_int, double_int)                                   \
-  SHMCOLL_KERNEL(ATTRIBUTES, long_int, long_int)                                       \
-  SHMCOLL_KERNEL(ATTRIBUTES, int_int, int_int)                                         \
-  SHMCOLL_KERNEL(ATTRIBUTES, short_int, short_int)                                     \
-  SHMCOLL_KERNEL(ATTRIBUTES, long_double_int, long_double_int)                         \
-  void reduce_dispatch(Dtype dtype, Op::Kind op, void* out, const void* const* inputs, \
-                       int input_count, std::size_t count) {                           \
-    switch (dtype) { SHMCOLL_DISPATCH_ALL }                                            \
-    __builtin_trap();                                                                  \
+// The element types in three groups (one SIMD translation unit each): X(name, C++ type) for each.
+#define SHMCOLL_INTEGER_TYPES(X)                                                       \
+  X(i8, std::int8_t)                                                                   \
+  X(i16, std::int16_t)                                                                 \
+  X(i32, std::int32_t)                                                                 \
+  X(i64, std::int64_t) X(u8, std::uint8_t) X(u16, std::uint16_t) X(u32, std::uint32_t) \
+      X(u64, std::uint64_t) X(boolean, bool) X(character, char) X(wchar, wchar_t)      \
+          X(byte, std::byte)
+#define SHMCOLL_FLOATING_TYPES(X)                                                   \
+  X(f32, float)                                                                     \
+  X(f64, double)                                                                    \
+  X(f16, float16)                                                                   \
+  X(bf16, bfloat16) X(long_double, long double) X(complex_f32, std::complex<float>) \
+      X(complex_f64, std::complex<double>)
+#define SHMCOLL_PAIR_TYPES(X) \
+  X(float_int, float_int)     \
+  X(double_int, double_int)   \
+  X(long_int, long_int)       \
+  X(int_int, int_int) X(short_int, short_int) X(long_double_int, long_double_int)
+#define SHMCOLL_ALL_TYPES(X) \
+  SHMCOLL_INTEGER_TYPES(X) SHMCOLL_FLOATING_TYPES(X) SHMCOLL_PAIR_TYPES(X)
+
+// One named function per type (GCC's target_clones takes no templates):
+//   void reduce_<name>(Op::Kind op, void* out, const void* const* inputs, int k, size_t count)
+#define SHMCOLL_KERNEL_SIGNATURE(name)                                                   \
+  void reduce_##name(Op::Kind op, void* out, const void* const* inputs, int input_count, \
+                     std::size_t count)
+#define SHMCOLL_DECLARE_KERNEL(name, T) SHMCOLL_KERNEL_SIGNATURE(name);
+#define SHMCOLL_DEFINE_KERNEL(name, T)                             \
+  SHMCOLL_KERNEL_SIGNATURE(name) {                                 \
+    kernels::reduce_typed<T>(op, out, inputs, input_count, count); \
   }
 
-#define SHMCOLL_KERNEL(ATTRIBUTES, name, T)                                        \
-  ATTRIBUTES void reduce_##name(Op::Kind op, void* out, const void* const* inputs, \
-                                int input_count, std::size_t count) {              \
-    kernels::reduce_typed<T>(op, out, inputs, input_count, count);                 \
-  }
-
-#define SHMCOLL_DISPATCH(name) \
-  case Dtype::name:            \
-    return reduce_##name(op, out, inputs, input_count, count);
-#define SHMCOLL_DISPATCH_ALL                                                                    \
-  SHMCOLL_DISPATCH(i8)                                                                          \
-  SHMCOLL_DISPATCH(i16)                                                                         \
-  SHMCOLL_DISPATCH(i32) SHMCOLL_DISPATCH(i64) SHMCOLL_DISPATCH(u8) SHMCOLL_DISPATCH(u16)        \
-      SHMCOLL_DISPATCH(u32) SHMCOLL_DISPATCH(u64) SHMCOLL_DISPATCH(f32) SHMCOLL_DISPATCH(f64)   \
-          SHMCOLL_DISPATCH(f16) SHMCOLL_DISPATCH(bf16) SHMCOLL_DISPATCH(long_double)            \
-              SHMCOLL_DISPATCH(complex_f32) SHMCOLL_DISPATCH(complex_f64)                       \
-                  SHMCOLL_DISPATCH(boolean) SHMCOLL_DISPATCH(character) SHMCOLL_DISPATCH(wchar) \
-                      SHMCOLL_DISPATCH(byte) SHMCOLL_DISPATCH(float_int)                        \
-                          SHMCOLL_DISPATCH(double_int) SHMCOLL_DISPATCH(long_int)               \
-                              SHMCOLL_DISPATCH(int_int) SHMCOLL_DISPATCH(short_int)             \
-                                  SHMCOLL_DISPATCH(long_double_int)
+// Calls reduce_<name> for `dtype` (in the enclosing namespace).
+#define SHMCOLL_DISPATCH_CASE(name, T) \
+  case Dtype::name:                    \
+    return reduce_##name(op.kind(), out, inputs, input_count, count);

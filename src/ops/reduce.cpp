@@ -1,27 +1,16 @@
 #include "ops/reduce.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
-#include "ops/kernels.hpp"
+#include "ops/simd_kernels.hpp"
 #include "shmcoll/shmcoll.hpp"
 #include "util/fail.hpp"
 
 namespace shmcoll::ops {
 
 namespace {
-
-// Each type's kernel is compiled for AVX-512 (x86-64-v4), AVX2 (v3) and the baseline; the loader
-// picks the best the CPU supports (GCC function multiversioning through an ifunc). Elsewhere
-// (ARM) the baseline vectorizes for the target's own SIMD unit.
-#if defined(__x86_64__)
-#define SHMCOLL_SIMD_CLONES \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define SHMCOLL_SIMD_CLONES
-#endif
-
-SHMCOLL_DEFINE_KERNELS(SHMCOLL_SIMD_CLONES)
 
 // A user function computes inoutvec = invec op inoutvec. Folding right to left,
 //   acc = in[k-1];  acc = in[k-2] op acc;  ...;  acc = in[0] op acc,
@@ -73,7 +62,10 @@ void reduce_kary(Dtype dtype, const Op& op, void* out, const void* const* inputs
   }
   if (op.kind() == Op::user)
     return reduce_user(dtype, *op.user_function(), out, inputs, input_count, count);
-  reduce_dispatch(dtype, op.kind(), out, inputs, input_count, count);
+  using namespace simd;
+  switch (dtype) { SHMCOLL_ALL_TYPES(SHMCOLL_DISPATCH_CASE) }
+  fail(Errc::invalid_argument, "reduce: dtype ", static_cast<int>(dtype),
+       " is not a shmcoll::Dtype");
 }
 
 void reduce_into(Dtype dtype, const Op& op, const void* in, void* inout, std::size_t count) {
@@ -96,6 +88,10 @@ void reduce_local(const void* in, void* inout, std::int64_t count, Dtype dtype, 
   if (!reason.empty()) fail(Errc::invalid_argument, "reduce_local: ", reason);
   if (count < 0)
     fail(Errc::invalid_argument, "reduce_local: count must be non-negative, got ", count);
+  if (static_cast<std::uint64_t>(count) > SIZE_MAX / 2 / dtype_size(dtype)) {
+    fail(Errc::invalid_argument, "reduce_local: count ", count, " of ", dtype_name(dtype),
+         " overflows the addressable bytes");
+  }
   if (count > 0 && (in == nullptr || inout == nullptr)) {
     fail(Errc::invalid_argument, "reduce_local: ", in == nullptr ? "in" : "inout",
          " is null with count ", count);

@@ -1,7 +1,4 @@
 // Sizes, names and classes of the element types; which operation MPI defines on which type.
-#include <bit>
-#include <cstring>
-
 #include "ops/element.hpp"
 #include "util/fail.hpp"
 
