@@ -80,9 +80,46 @@ enum class Dtype : int {
 };
 inline constexpr int kDtypeCount = static_cast<int>(Dtype::long_double_int) + 1;
 
-std::size_t dtype_size(Dtype dtype);
+constexpr bool is_valid_dtype(Dtype dtype) noexcept {
+  return static_cast<unsigned>(dtype) < static_cast<unsigned>(kDtypeCount);
+}
 const char* dtype_name(Dtype dtype);
-bool is_valid_dtype(Dtype dtype) noexcept;
+
+namespace detail {
+// Indexed by Dtype; types.cpp checks it against visit_dtype. Inline because every call asks.
+inline constexpr unsigned char kDtypeSizes[] = {1,
+                                                2,
+                                                4,
+                                                8,
+                                                1,
+                                                2,
+                                                4,
+                                                8,
+                                                4,
+                                                8,
+                                                2,
+                                                2,
+                                                sizeof(long double),
+                                                8,
+                                                16,
+                                                sizeof(bool),
+                                                1,
+                                                sizeof(wchar_t),
+                                                1,
+                                                sizeof(float_int),
+                                                sizeof(double_int),
+                                                sizeof(long_int),
+                                                sizeof(int_int),
+                                                sizeof(short_int),
+                                                sizeof(long_double_int)};
+[[noreturn]] void throw_invalid_dtype(Dtype dtype);
+}  // namespace detail
+
+// Bytes of one element; throws Error(invalid_argument) for a value that is no Dtype.
+inline std::size_t dtype_size(Dtype dtype) {
+  if (!is_valid_dtype(dtype)) detail::throw_invalid_dtype(dtype);
+  return detail::kDtypeSizes[static_cast<unsigned>(dtype)];
+}
 
 template <typename T>
 constexpr Dtype dtype_of() {
@@ -131,7 +168,7 @@ constexpr Dtype dtype_of() {
 // dtype_of), e.g. visit_dtype(d, [](auto zero) { using T = decltype(zero); ... }). `dtype` must be
 // valid (is_valid_dtype).
 template <typename Fn>
-decltype(auto) visit_dtype(Dtype dtype, Fn&& fn) {
+constexpr decltype(auto) visit_dtype(Dtype dtype, Fn&& fn) {
   switch (dtype) {
     case Dtype::i8:
       return fn(std::int8_t{});

@@ -35,6 +35,13 @@ int guarded(Fn&& fn) {
   }
 }
 
+static_assert(SHMCOLL_LONG_DOUBLE_INT == static_cast<int>(shmcoll::Dtype::long_double_int) &&
+                  SHMCOLL_BYTE == static_cast<int>(shmcoll::Dtype::byte),
+              "shmcoll_dtype and shmcoll::Dtype must keep the same numbers");
+static_assert(SHMCOLL_NO_OP == static_cast<int>(shmcoll::Op::no_op) &&
+                  SHMCOLL_MAXLOC == static_cast<int>(shmcoll::Op::maxloc),
+              "the predefined shmcoll_op values and shmcoll::Op::Kind must keep the same numbers");
+
 // Handles of user operations: SHMCOLL_NO_OP + 1 + index into this process's table.
 constexpr int kFirstUserOp = SHMCOLL_NO_OP + 1;
 std::mutex user_ops_mutex;

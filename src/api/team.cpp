@@ -28,8 +28,8 @@ void check_dtype(const Call& call, Dtype dtype) {
 }
 
 void check_op(const Call& call, const Op& op, Dtype dtype) {
-  const std::string reason = ops::op_undefined_reason(op, dtype);
-  if (!reason.empty()) reject(call, reason);
+  if (op_defined_on(op, dtype)) return;  // the fast path builds no string
+  reject(call, ops::op_undefined_reason(op, dtype));
 }
 
 // Returns count * size of dtype, after rejecting negative and overflowing counts.

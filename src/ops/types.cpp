@@ -4,16 +4,24 @@
 
 namespace shmcoll {
 
-bool is_valid_dtype(Dtype dtype) noexcept {
-  return static_cast<unsigned>(dtype) < static_cast<unsigned>(kDtypeCount);
+static_assert(std::size(detail::kDtypeSizes) == kDtypeCount);
+
+void detail::throw_invalid_dtype(Dtype dtype) {
+  fail(Errc::invalid_argument, "dtype ", static_cast<int>(dtype), " is not a shmcoll::Dtype");
 }
 
-std::size_t dtype_size(Dtype dtype) {
-  if (!is_valid_dtype(dtype)) {
-    fail(Errc::invalid_argument, "dtype ", static_cast<int>(dtype), " is not a shmcoll::Dtype");
+namespace {
+constexpr bool sizes_match_types() {
+  for (int d = 0; d < kDtypeCount; ++d) {
+    const auto dtype = static_cast<Dtype>(d);
+    if (visit_dtype(dtype, [](auto zero) { return sizeof(zero); }) != detail::kDtypeSizes[d]) {
+      return false;
+    }
   }
-  return visit_dtype(dtype, [](auto zero) { return sizeof(zero); });
+  return true;
 }
+static_assert(sizes_match_types(), "detail::kDtypeSizes disagrees with visit_dtype");
+}  // namespace
 
 const char* dtype_name(Dtype dtype) {
   static const char* const names[] = {
