@@ -117,10 +117,15 @@ struct Builder {
     any = true;
   }
 
-  std::shared_ptr<const Node> finish() {
+  // A struct pads its extent to its strictest alignment, unless explicit bounds are inside.
+  std::shared_ptr<const Node> finish(bool pad_to_alignment = false) {
     if (!any) node.element_type.reset();
     node.lb = lb.value.value_or(0), node.sticky_lb = lb.sticky;
     node.ub = ub.value.value_or(0), node.sticky_ub = ub.sticky;
+    if (pad_to_alignment && any && !lb.sticky && !ub.sticky) {
+      const auto align = static_cast<std::int64_t>(node.alignment);
+      node.ub = node.lb + (node.extent() + align - 1) / align * align;
+    }
     return std::make_shared<const Node>(std::move(node));
   }
 };
@@ -160,22 +165,14 @@ std::shared_ptr<const Node> make_listed(const char* call,
   Builder builder;
   for (std::size_t i = 0; i < blocklengths.size(); ++i) {
     check_count(call, "blocklength", blocklengths[i]);
-    const Node& child = *children[children.size() == 1 ? 0 : i];
+    const std::shared_ptr<const Node>& child = children[children.size() == 1 ? 0 : i];
     const std::int64_t last =
         displacements[i] +
-        checked_mul(std::max<std::int64_t>(blocklengths[i] - 1, 0), child.extent(), "blocklength");
-    builder.add(displacements[i], last, blocklengths[i], child, child.extent() >= 0);
-    builder.node.runs.push_back(
-        {displacements[i], blocklengths[i], children[children.size() == 1 ? 0 : i]});
+        checked_mul(std::max<std::int64_t>(blocklengths[i] - 1, 0), child->extent(), "blocklength");
+    builder.add(displacements[i], last, blocklengths[i], *child, child->extent() >= 0);
+    builder.node.runs.push_back({displacements[i], blocklengths[i], child});
   }
-  auto node = builder.finish();
-  if (pad_to_alignment && !node->sticky_lb && !node->sticky_ub && builder.any) {
-    auto padded = std::make_shared<Node>(*node);
-    const auto align = static_cast<std::int64_t>(padded->alignment);
-    padded->ub = padded->lb + (padded->extent() + align - 1) / align * align;
-    return padded;
-  }
-  return node;
+  return builder.finish(pad_to_alignment);
 }
 
 std::shared_ptr<const Node> make_leaf(Dtype dtype) {
