@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "topo/binding.hpp"
+#include "topo/topology.hpp"
 
 namespace bench {
 
@@ -54,10 +54,11 @@ void run_partner(Line* lines) {
 void measure_lines(References& refs) {
   void* memory = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   auto* lines = new (memory) Line[2]{};
-  shmcoll::topo::bind_process_to_core(0);
+  const shmcoll::topo::Topology machine("");  // the real cores, whatever SHMCOLL_TOPOLOGY says
+  machine.bind_to_core(0);
   const pid_t partner = fork();
   if (partner == 0) {
-    shmcoll::topo::bind_process_to_core(1);
+    machine.bind_to_core(1 % machine.core_count());
     run_partner(lines);
     _exit(0);
   }

@@ -4,6 +4,7 @@
 //   kill-rank R             rank R kills itself with SIGKILL mid-loop
 //   attach-twice            a second attach must be refused
 //   barrier-forever DIR     write my pid to DIR/rank.N, then loop on barriers
+//   expect-cores C0,C1,...  rank r checks that shmcoll-run mapped it to core Cr, then allreduces
 #include <signal.h>
 #include <unistd.h>
 
@@ -41,6 +42,17 @@ int main(int argc, char** argv) {
         return error.code() == shmcoll::Errc::invalid_argument ? 0 : 1;
       }
       return 1;
+    }
+    if (mode == "expect-cores") {
+      std::string cores = std::string(",") + argv[2] + ",";
+      const char* mine = std::getenv("SHMCOLL_CORE");
+      const bool mapped = mine && cores.find("," + std::string(mine) + ",") != std::string::npos;
+      std::size_t at = 0;
+      for (int skip = 0; skip < team.rank(); ++skip) at = cores.find(',', at + 1);
+      const std::string want = cores.substr(at + 1, cores.find(',', at + 1) - at - 1);
+      std::int64_t value = 1, sum = 0;
+      team.allreduce(&value, &sum, 1, shmcoll::Dtype::i64, shmcoll::Op::sum);
+      return mapped && want == mine && sum == team.size() ? 0 : 1;
     }
     if (mode == "barrier-forever") {
       std::ofstream(std::string(argv[2]) + "/rank." + std::to_string(team.rank())) << getpid();

@@ -56,6 +56,23 @@ TEST(Launcher, KilledRankGives128PlusSignalAndOthersSeePeerFailure) {
   EXPECT_EQ(shmcoll::testing::dev_shm_entries(), shm_before);
 }
 
+TEST(Launcher, MapByPackageSpreadsRanksOverASyntheticMachine) {
+  // 2 packages x 2 NUMA nodes x 2 cores: packages alternate, then NUMA nodes inside each.
+  const std::string topology = "--topology 'synthetic:pack:2 numa:2 core:2 pu:1' ";
+  Result result = launch("-n 8 --bind-to core --map-by package " + topology + child +
+                         " expect-cores 0,4,2,6,1,5,3,7");
+  EXPECT_EQ(result.status, 0) << result.stderr_text;
+  result =
+      launch("-n 4 --bind-to core --map-by numa " + topology + child + " expect-cores 0,2,4,6");
+  EXPECT_EQ(result.status, 0) << result.stderr_text;
+  result = launch("-n 10 --bind-to core " + topology + child + " expect-cores 0,1,2,3,4,5,6,7,0,1");
+  EXPECT_EQ(result.status, 0) << result.stderr_text;
+  EXPECT_NE(result.stderr_text.find("10 ranks on 8 cores: oversubscribed"), std::string::npos)
+      << result.stderr_text;
+  EXPECT_NE(launch("-n 2 --map-by socket " + child + " allreduce").status, 0);
+  EXPECT_NE(launch("-n 2 --placement nearby " + child + " allreduce").status, 0);
+}
+
 TEST(Launcher, SecondAttachIsRefused) {
   EXPECT_EQ(launch("-n 2 " + child + " attach-twice").status, 0);
 }

@@ -107,14 +107,22 @@ TEST(Validation, WrongMagicVersionTeamSizeOrFileSizeIsRefused) {
   expect_refused(good, layout.total_bytes - shm::kPageBytes, 2, "size");
 }
 
-TEST(Layout, ControlLinesAndSlotsAreAlignedAndDisjoint) {
+TEST(Layout, EachRankOwnsWholePagesAfterTheProfiles) {
   const shm::SegmentLayout layout = shm::SegmentLayout::compute(5, 10000);
   EXPECT_EQ(layout.slot_bytes % shm::kPageBytes, 0u);
   EXPECT_GE(layout.slot_bytes, 10000u);
-  EXPECT_EQ(layout.control_offset % shm::kLinePair, 0u);
-  EXPECT_EQ(layout.data_offset % shm::kPageBytes, 0u);
-  EXPECT_GE(layout.data_offset, layout.control_offset + 5 * sizeof(shm::RankControl));
-  EXPECT_EQ(layout.slot_offset(4, 1) + layout.slot_bytes, layout.total_bytes);
+  EXPECT_GE(layout.areas_offset, layout.profiles_offset + 5 * sizeof(shm::RankProfile));
+  for (std::uint32_t rank = 0; rank < 5; ++rank) {
+    // Page-aligned areas: a rank's pages can be placed on its NUMA node, and nobody else's
+    // data shares them.
+    EXPECT_EQ(layout.area_offset(rank) % shm::kPageBytes, 0u);
+    EXPECT_EQ(layout.control_offset(rank), layout.area_offset(rank));
+    EXPECT_GE(layout.slot_offset(rank, 0), layout.control_offset(rank) + sizeof(shm::RankControl));
+    EXPECT_EQ(layout.slot_offset(rank, 1), layout.slot_offset(rank, 0) + layout.slot_bytes);
+    EXPECT_LE(layout.slot_offset(rank, 1) + layout.slot_bytes,
+              layout.area_offset(rank) + layout.area_bytes);
+  }
+  EXPECT_EQ(layout.area_offset(4) + layout.area_bytes, layout.total_bytes);
 }
 
 TEST(Rounds, SerialNumberComparisonSurvivesWraparound) {

@@ -16,17 +16,26 @@
 #include <vector>
 
 #include "api/launch_env.hpp"
+#include "api/rank_setup.hpp"
 #include "coll/tunables.hpp"
+#include "shm/placement.hpp"
 #include "shm/segment.hpp"
 #include "shm/supervisor.hpp"
-#include "topo/binding.hpp"
+#include "topo/mapping.hpp"
+#include "topo/topology.hpp"
 
 namespace {
 
 [[noreturn]] void exec_rank(const std::vector<std::string>& command, int rank, int size,
-                            int segment_fd, bool bind, const sigset_t& original_mask) {
+                            int segment_fd, const shmcoll::topo::Topology& topology, int core,
+                            const sigset_t& original_mask) {
   sigprocmask(SIG_SETMASK, &original_mask, nullptr);
-  if (bind) shmcoll::topo::bind_process_to_core(rank);
+  shmcoll::detail::bind_rank(topology, core);
+  if (core >= 0) {
+    setenv(shmcoll::detail::kCoreEnv, std::to_string(core).c_str(), 1);
+  } else {
+    unsetenv(shmcoll::detail::kCoreEnv);
+  }
   int inherited = dup(segment_fd);  // a descriptor without O_CLOEXEC survives exec
   setenv(shmcoll::detail::kRankEnv, std::to_string(rank).c_str(), 1);
   setenv(shmcoll::detail::kSizeEnv, std::to_string(size).c_str(), 1);
@@ -45,23 +54,42 @@ namespace {
 int main(int argc, char** argv) {
   CLI::App app{
       "Start N copies of PROGRAM as one shmcoll team.\n"
-      "Example: shmcoll-run -n 4 --bind-to core ./my_program --size 1M"};
+      "Example: shmcoll-run -n 4 --bind-to core --map-by package ./my_program --size 1M"};
   int ranks = 0;
   std::string bind_to = "none";
+  std::string map_by = "core";
+  std::string topology_spec;
+  std::string placement;
   std::vector<std::string> command;
   app.add_option("-n,--np", ranks, "number of ranks")->required()->check(CLI::Range(1, 4096));
-  app.add_option("--bind-to", bind_to, "core: rank i on core i (mod cores); none: unbound")
+  app.add_option("--bind-to", bind_to, "core: each rank bound to the core --map-by gives it; none")
       ->check(CLI::IsMember({"core", "none"}));
+  app.add_option("--map-by", map_by,
+                 "core: compact, in hwloc order; package: round robin across packages, then "
+                 "their NUMA nodes (spread); numa: round robin across NUMA nodes")
+      ->check(CLI::IsMember({"core", "package", "numa"}));
+  app.add_option("--topology", topology_spec,
+                 "plan as on another machine: synthetic:<hwloc description> or xml:<file> (sets "
+                 "SHMCOLL_TOPOLOGY; nothing is bound)");
+  app.add_option("--placement", placement,
+                 "rank memory: local, interleave, node:<n> or none (sets SHMCOLL_PLACEMENT)");
   app.add_option("program", command, "the program and its arguments")->required();
   app.prefix_command();  // everything from PROGRAM on belongs to the program
   CLI11_PARSE(app, argc, argv);
 
   try {
     const auto size = static_cast<std::uint32_t>(ranks);
-    if (bind_to == "core" && ranks > shmcoll::topo::core_count()) {
-      std::fprintf(stderr, "shmcoll-run: %d ranks on %d cores: oversubscribed\n", ranks,
-                   shmcoll::topo::core_count());
+    if (!topology_spec.empty()) setenv(shmcoll::topo::Topology::kEnv, topology_spec.c_str(), 1);
+    if (!placement.empty()) {
+      shmcoll::Placement::parse(placement);  // a typo fails here, not in every rank
+      setenv(shmcoll::shm::kPlacementEnv, placement.c_str(), 1);
     }
+    shmcoll::Options options;
+    options.bind = bind_to == "core" ? shmcoll::Binding::core : shmcoll::Binding::none;
+    options.map_by = shmcoll::topo::map_by_from_name(map_by);
+    const shmcoll::topo::Topology& topology = shmcoll::topo::Topology::shared();
+    const std::vector<int> cores =
+        shmcoll::detail::plan_cores(topology, ranks, options, "shmcoll-run");
     const auto tunables = shmcoll::coll::Tunables::from_env(size);
     int segment_fd = -1;
     shmcoll::shm::Segment segment =
@@ -77,7 +105,10 @@ int main(int argc, char** argv) {
     std::fflush(nullptr);
     for (int rank = 0; rank < ranks; ++rank) {
       const pid_t pid = fork();
-      if (pid == 0) exec_rank(command, rank, ranks, segment_fd, bind_to == "core", original_mask);
+      if (pid == 0) {
+        const int core = cores.empty() ? -1 : cores[static_cast<std::size_t>(rank)];
+        exec_rank(command, rank, ranks, segment_fd, topology, core, original_mask);
+      }
       if (pid < 0) {
         std::perror("shmcoll-run: fork");
         segment.abort(size);

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -46,13 +47,36 @@ class Error : public std::runtime_error {
 // Pass as the send buffer to take the input from the receive buffer (MPI_IN_PLACE).
 inline const void* const in_place = reinterpret_cast<const void*>(std::uintptr_t{1});
 
+// Whether ranks are bound to cores (shmcoll-run --bind-to).
 enum class Binding { none, core };
+// Which core each rank gets (shmcoll-run --map-by): `core` fills cores in hwloc order (compact);
+// `package` deals ranks round robin across packages, then across each package's NUMA nodes
+// (spread); `numa` deals them round robin across NUMA nodes. More ranks than cores wrap around.
+enum class MapBy { core, package, numa };
+
+// Where each rank's control lines and slots live (SHMCOLL_PLACEMENT): on the rank's own NUMA node
+// (local), interleaved over all nodes, all on one node, or wherever first touch puts them (none).
+// A node that does not exist degrades to none with one warning.
+struct Placement {
+  enum class Kind { local, interleave, node, none };
+  Kind kind = Kind::local;
+  int node = -1;  // for Kind::node
+  // "local", "interleave", "node:<n>" or "none"; anything else is invalid_argument.
+  static Placement parse(const std::string& text);
+  std::string to_string() const;
+};
 
 struct Options {
   // Bytes of each of a rank's two data slots; rounded up to whole pages. 0: SHMCOLL_SLOT_BYTES or
   // the built-in default (see README, Tunables).
   std::size_t slot_bytes = 0;
   Binding bind = Binding::none;
+  MapBy map_by = MapBy::core;
+  // Unset: SHMCOLL_PLACEMENT, else local.
+  std::optional<Placement> placement;
+  // "" (SHMCOLL_TOPOLOGY, else this machine), "synthetic:<hwloc description>" or "xml:<file>".
+  // On a loaded topology nothing is bound, but ranks are mapped and the tree is built as there.
+  std::string topology;
 };
 
 namespace detail {

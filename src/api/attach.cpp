@@ -43,11 +43,15 @@ Team Team::attach() {
   if (size < 1 || rank >= size) {
     fail(Errc::invalid_argument, "Team::attach: rank ", rank, " is out of range for size ", size);
   }
+  const int core = std::getenv(detail::kCoreEnv) ? env_int(detail::kCoreEnv) : -1;
   shm::Segment segment = shm::Segment::from_fd(fd, static_cast<std::uint32_t>(size));
   ::close(fd);
   const auto tunables = coll::Tunables::from_env(static_cast<std::uint32_t>(size));
-  Team team =
-      detail::TeamAccess::make(std::move(segment), static_cast<std::uint32_t>(rank), tunables);
+  // shmcoll-run has bound this process already; SHMCOLL_PLACEMENT is read here.
+  const detail::RankSetup setup{detail::locate_rank(topo::Topology::shared(), core),
+                                detail::placement_from(Options{})};
+  Team team = detail::TeamAccess::make(std::move(segment), static_cast<std::uint32_t>(rank),
+                                       tunables, setup);
   attached_to_launcher = true;
   return team;
 }
@@ -67,6 +71,9 @@ Team Team::join(const std::string& name, int rank, int size, const Options& opti
   }
   const auto team_size = static_cast<std::uint32_t>(size);
   const auto tunables = coll::Tunables::from_env(team_size);
+  // The MPI launcher (or nobody) has bound this process: the tree follows where it runs.
+  const topo::Topology& topology = topo::Topology::shared(options.topology);
+  const detail::RankSetup setup{detail::locate_rank(topology, -1), detail::placement_from(options)};
   shm::Segment segment = rank == 0 ? shm::Segment::create_named(
                                          name, team_size, detail::slot_bytes_for(options, tunables))
                                    : shm::Segment::open_named(name, team_size, kJoinTimeoutMs);
@@ -74,7 +81,8 @@ Team Team::join(const std::string& name, int rank, int size, const Options& opti
   if (segment.header().attached.fetch_add(1, std::memory_order_acq_rel) + 1 == team_size) {
     shm::Segment::unlink_name(name);
   }
-  return detail::TeamAccess::make(std::move(segment), static_cast<std::uint32_t>(rank), tunables);
+  return detail::TeamAccess::make(std::move(segment), static_cast<std::uint32_t>(rank), tunables,
+                                  setup);
 }
 
 }  // namespace shmcoll

@@ -9,26 +9,36 @@
 
 #include "api/team_state.hpp"
 #include "shm/supervisor.hpp"
-#include "topo/binding.hpp"
+#include "topo/topology.hpp"
 #include "util/fail.hpp"
 
 namespace shmcoll {
 
 namespace {
 
-void run_rank(shm::Segment segment, int rank, const Options& options,
-              const coll::Tunables& tunables, const std::function<void(Team&)>& fn) {
-  if (options.bind == Binding::core) topo::bind_process_to_core(rank);
-  Team team =
-      detail::TeamAccess::make(std::move(segment), static_cast<std::uint32_t>(rank), tunables);
+// What every rank of one run() shares, decided in the parent before the fork.
+struct Plan {
+  const topo::Topology& topology;
+  std::vector<int> cores;  // per rank, empty when unbound
+  Placement placement;
+  coll::Tunables tunables;
+};
+
+void run_rank(shm::Segment segment, int rank, const Plan& plan,
+              const std::function<void(Team&)>& fn) {
+  const int core = plan.cores.empty() ? -1 : plan.cores[static_cast<std::size_t>(rank)];
+  detail::bind_rank(plan.topology, core);
+  const detail::RankSetup setup{detail::locate_rank(plan.topology, core), plan.placement};
+  Team team = detail::TeamAccess::make(std::move(segment), static_cast<std::uint32_t>(rank),
+                                       plan.tunables, setup);
   fn(team);
 }
 
-[[noreturn]] void child_main(shm::Segment segment, int rank, const Options& options,
-                             const coll::Tunables& tunables, const std::function<void(Team&)>& fn) {
+[[noreturn]] void child_main(shm::Segment segment, int rank, const Plan& plan,
+                             const std::function<void(Team&)>& fn) {
   int status = 0;
   try {
-    run_rank(std::move(segment), rank, options, tunables, fn);
+    run_rank(std::move(segment), rank, plan, fn);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "shmcoll rank %d: %s\n", rank, error.what());
     status = 1;
@@ -46,10 +56,12 @@ void run(int n, const Options& options, const std::function<void(Team&)>& fn) {
   if (n < 1) fail(Errc::invalid_argument, "run: n must be at least 1, got ", n);
   if (!fn) fail(Errc::invalid_argument, "run: fn is empty");
   const auto size = static_cast<std::uint32_t>(n);
-  const auto tunables = coll::Tunables::from_env(size);
+  const topo::Topology& topology = topo::Topology::shared(options.topology);
+  const Plan plan{topology, detail::plan_cores(topology, n, options, "shmcoll::run"),
+                  detail::placement_from(options), coll::Tunables::from_env(size)};
   int fd = -1;
   shm::Segment segment =
-      shm::Segment::create_unlinked(size, detail::slot_bytes_for(options, tunables), &fd);
+      shm::Segment::create_unlinked(size, detail::slot_bytes_for(options, plan.tunables), &fd);
   shm::Segment watch_segment = shm::Segment::from_fd(fd, size);  // outlives rank 0's team
   ::close(fd);
 
@@ -59,7 +71,7 @@ void run(int n, const Options& options, const std::function<void(Team&)>& fn) {
     const pid_t pid = fork();
     if (pid == 0) {
       watch_segment = shm::Segment{};
-      child_main(std::move(segment), rank, options, tunables, fn);
+      child_main(std::move(segment), rank, plan, fn);
     }
     if (pid < 0) {
       const int saved = errno;
@@ -82,7 +94,7 @@ void run(int n, const Options& options, const std::function<void(Team&)>& fn) {
   });
   std::exception_ptr rank0_error;
   try {
-    run_rank(std::move(segment), 0, options, tunables, fn);
+    run_rank(std::move(segment), 0, plan, fn);
   } catch (...) {
     rank0_error = std::current_exception();
     watch_segment.abort(0);

@@ -1,10 +1,13 @@
-// What a Team holds: its tunables, its rounds over the segment, and the algorithms' context.
+// What a Team holds: its tunables, its rounds over the segment, its hierarchy tree and the
+// algorithms' context.
 #pragma once
 
+#include "api/rank_setup.hpp"
 #include "coll/collectives.hpp"
 #include "coll/tunables.hpp"
 #include "shm/rounds.hpp"
 #include "shm/segment.hpp"
+#include "topo/tree.hpp"
 
 namespace shmcoll::detail {
 
@@ -15,24 +18,38 @@ inline shm::WaitPolicy wait_policy(const coll::Tunables& tunables) {
   return policy;
 }
 
+// Places my area of the segment (before anything touches it); the first rank whose placement
+// degrades prints the one warning.
+shm::Segment place_area(shm::Segment segment, std::uint32_t rank, const RankSetup& setup);
+// Joins the team (publishing my location) and builds the tree from every member's location.
+topo::Tree join_and_build_tree(shm::Rounds& rounds, const topo::Location& location,
+                               const coll::Tunables& tunables);
+
 struct TeamState {
   // Joins the team: blocks until every member has joined.
-  TeamState(shm::Segment segment, std::uint32_t rank, const coll::Tunables& tunables_in)
+  TeamState(shm::Segment segment, std::uint32_t rank, const coll::Tunables& tunables_in,
+            const RankSetup& setup)
       : tunables(tunables_in),
-        rounds(std::move(segment), rank, wait_policy(tunables_in)),
-        context(rounds, tunables) {
-    rounds.join_team();
-  }
+        location(setup.location),
+        placement(setup.placement),
+        rounds(place_area(std::move(segment), rank, setup), rank, wait_policy(tunables_in)),
+        tree(join_and_build_tree(rounds, location, tunables)),
+        context(rounds, tunables, tree) {}
   coll::Tunables tunables;
+  topo::Location location;
+  Placement placement;
   shm::Rounds rounds;
+  topo::Tree tree;
   coll::Context context;
 };
 
 struct TeamAccess {
   // Joins the team (blocks until every member has joined) and wraps it in the public type.
-  static Team make(shm::Segment segment, std::uint32_t rank, const coll::Tunables& tunables) {
-    return Team(std::make_unique<TeamState>(std::move(segment), rank, tunables));
+  static Team make(shm::Segment segment, std::uint32_t rank, const coll::Tunables& tunables,
+                   const RankSetup& setup) {
+    return Team(std::make_unique<TeamState>(std::move(segment), rank, tunables, setup));
   }
+  static const TeamState& state(const Team& team) { return *team.state_; }
 };
 
 inline std::size_t slot_bytes_for(const Options& options, const coll::Tunables& tunables) {

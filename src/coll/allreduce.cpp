@@ -2,6 +2,7 @@
 
 #include "coll/chunks.hpp"
 #include "coll/collectives.hpp"
+#include "coll/tree_steps.hpp"
 #include "ops/reduce.hpp"
 
 namespace shmcoll::coll {
@@ -51,6 +52,15 @@ void allreduce_slices(Context& ctx, const std::byte* send, std::byte* recv, std:
   });
 }
 
+// Up the tree to its root, then the result down: two rounds, and every rank gets the root's bits.
+void allreduce_tree(Context& ctx, const std::byte* send, std::byte* recv, std::size_t count,
+                    Dtype dtype, const Op& op) {
+  constexpr std::uint32_t tree_root = topo::Tree::root();
+  combine_up_tree(ctx, send, ctx.rounds.rank() == tree_root ? recv : nullptr, count, dtype, op,
+                  false);
+  pass_down_tree(ctx, recv, count * dtype_size(dtype), tree_root);
+}
+
 }  // namespace
 
 void allreduce(Context& ctx, const void* send, void* recv, std::size_t count, Dtype dtype,
@@ -58,9 +68,11 @@ void allreduce(Context& ctx, const void* send, void* recv, std::size_t count, Dt
   if (count == 0) return;  // counts agree on every rank, so all skip the rounds alike
   const auto* in = static_cast<const std::byte*>(send);
   auto* out = static_cast<std::byte*>(recv);
-  switch (select_allreduce(ctx.tunables, count * dtype_size(dtype), ctx.rounds.size())) {
+  switch (select_allreduce(ctx.tunables, ctx.tree, count * dtype_size(dtype), op.commutative())) {
     case Algorithm::allreduce_inline:
       return allreduce_inline(ctx, in, out, count, dtype, op);
+    case Algorithm::allreduce_tree:
+      return allreduce_tree(ctx, in, out, count, dtype, op);
     case Algorithm::allreduce_slices:
       return allreduce_slices(ctx, in, out, count, dtype, op);
     default:

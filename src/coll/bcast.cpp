@@ -2,6 +2,7 @@
 
 #include "coll/chunks.hpp"
 #include "coll/collectives.hpp"
+#include "coll/tree_steps.hpp"
 
 namespace shmcoll::coll {
 
@@ -43,9 +44,11 @@ void bcast(Context& ctx, void* buffer, std::size_t bytes, int root) {
   if (bytes == 0) return;  // sizes agree on every rank, so all skip the rounds alike
   auto* data = static_cast<std::byte*>(buffer);
   const auto root_rank = static_cast<std::uint32_t>(root);
-  switch (select_bcast(ctx.tunables, bytes)) {
+  switch (select_bcast(ctx.tunables, ctx.tree, bytes)) {
     case Algorithm::bcast_inline:
       return bcast_inline(ctx, data, bytes, root_rank);
+    case Algorithm::bcast_tree:
+      return pass_down_tree(ctx, data, bytes, root_rank);
     default:
       return bcast_pipelined(ctx, data, bytes, root_rank);
   }

@@ -8,14 +8,16 @@
 #include "coll/tunables.hpp"
 #include "shm/rounds.hpp"
 #include "shmcoll/shmcoll.hpp"
+#include "topo/tree.hpp"
 
 namespace shmcoll::coll {
 
 struct Context {
-  Context(shm::Rounds& rounds_in, const Tunables& tunables_in)
-      : rounds(rounds_in), tunables(tunables_in), inputs(rounds_in.size()) {}
+  Context(shm::Rounds& rounds_in, const Tunables& tunables_in, const topo::Tree& tree_in)
+      : rounds(rounds_in), tunables(tunables_in), tree(tree_in), inputs(rounds_in.size()) {}
   shm::Rounds& rounds;
   const Tunables& tunables;
+  const topo::Tree& tree;
   std::vector<const void*> inputs;  // one per rank, sized once so collectives never allocate
 };
 

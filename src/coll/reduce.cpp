@@ -4,6 +4,7 @@
 
 #include "coll/chunks.hpp"
 #include "coll/collectives.hpp"
+#include "coll/tree_steps.hpp"
 
 namespace shmcoll::coll {
 
@@ -45,6 +46,21 @@ void reduce_root_reads(Context& ctx, const std::byte* send, std::byte* recv, std
   });
 }
 
+// One round up the tree; a root other than the tree's root copies the result the tree's root
+// posts in the same round.
+void reduce_tree(Context& ctx, const std::byte* send, std::byte* recv, std::size_t count,
+                 Dtype dtype, const Op& op, std::uint32_t root) {
+  shm::Rounds& rounds = ctx.rounds;
+  constexpr std::uint32_t tree_root = topo::Tree::root();
+  const bool at_tree_root = rounds.rank() == tree_root;
+  const std::uint32_t round =
+      combine_up_tree(ctx, send, at_tree_root && root == tree_root ? recv : nullptr, count, dtype,
+                      op, root != tree_root);
+  if (rounds.rank() == root && !at_tree_root) {
+    std::memcpy(recv, rounds.wait_message(tree_root, round), count * dtype_size(dtype));
+  }
+}
+
 // Per chunk: every rank reduces one slice (the reduce work is shared), the root copies them out.
 void reduce_slices(Context& ctx, const std::byte* send, std::byte* recv, std::size_t count,
                    Dtype dtype, const Op& op, std::uint32_t root) {
@@ -65,9 +81,11 @@ void reduce(Context& ctx, const void* send, void* recv, std::size_t count, Dtype
   const auto* in = static_cast<const std::byte*>(send);
   auto* out = static_cast<std::byte*>(recv);
   const auto root_rank = static_cast<std::uint32_t>(root);
-  switch (select_reduce(ctx.tunables, count * dtype_size(dtype), ctx.rounds.size())) {
+  switch (select_reduce(ctx.tunables, ctx.tree, count * dtype_size(dtype), op.commutative())) {
     case Algorithm::reduce_inline:
       return reduce_inline(ctx, in, out, count, dtype, op, root_rank);
+    case Algorithm::reduce_tree:
+      return reduce_tree(ctx, in, out, count, dtype, op, root_rank);
     case Algorithm::reduce_slices:
       return reduce_slices(ctx, in, out, count, dtype, op, root_rank);
     default:

@@ -26,11 +26,20 @@ constexpr TunableInfo kTunables[] = {
     {"SHMCOLL_SPIN_NS", "50000, or 2000 when ranks outnumber cores",
      "busy-wait before sleeping on a futex"},
     {"SHMCOLL_TIMEOUT_MS", "0 (off)", "a wait longer than this fails with timeout"},
+    {"SHMCOLL_HIERARCHY", "package,numa,l3,core",
+     "levels the tree splits on, widest first, each optionally :radix (most children per member "
+     "in a group; default: all on the leader)"},
+    {"SHMCOLL_TOPOLOGY", "this machine",
+     "synthetic:<hwloc description> or xml:<file>: map ranks and build trees as on that machine"},
+    {"SHMCOLL_PLACEMENT", "local", "where rank memory lives: local, interleave, node:<n>, none"},
+    {"SHMCOLL_BARRIER_ALGORITHM", "auto", "force barrier_flat or barrier_tree"},
     {"SHMCOLL_ALLREDUCE_ALGORITHM", "auto",
-     "force allreduce_inline (<= 120 bytes), allreduce_all_read or allreduce_slices"},
-    {"SHMCOLL_BCAST_ALGORITHM", "auto", "force bcast_inline (<= 120 bytes) or bcast_pipelined"},
+     "force allreduce_inline or allreduce_tree (<= 120 bytes), allreduce_all_read or "
+     "allreduce_slices"},
+    {"SHMCOLL_BCAST_ALGORITHM", "auto",
+     "force bcast_inline or bcast_tree (<= 120 bytes), or bcast_pipelined"},
     {"SHMCOLL_REDUCE_ALGORITHM", "auto",
-     "force reduce_inline (<= 120 bytes), reduce_root_reads or reduce_slices"},
+     "force reduce_inline or reduce_tree (<= 120 bytes), reduce_root_reads or reduce_slices"},
 };
 
 long long env_number(const char* name, long long fallback) {
@@ -82,6 +91,14 @@ const char* algorithm_name(Algorithm algorithm) {
   switch (algorithm) {
     case Algorithm::barrier_flat:
       return "barrier_flat";
+    case Algorithm::barrier_tree:
+      return "barrier_tree";
+    case Algorithm::bcast_tree:
+      return "bcast_tree";
+    case Algorithm::reduce_tree:
+      return "reduce_tree";
+    case Algorithm::allreduce_tree:
+      return "allreduce_tree";
     case Algorithm::bcast_inline:
       return "bcast_inline";
     case Algorithm::bcast_pipelined:
@@ -112,46 +129,83 @@ Tunables Tunables::from_env(std::uint32_t team_size) {
   t.slices_min_ranks = static_cast<std::uint32_t>(env_number("SHMCOLL_SLICES_MIN_RANKS", 3));
   t.spin_ns = static_cast<long>(env_number("SHMCOLL_SPIN_NS", oversubscribed ? 2'000 : 50'000));
   t.timeout_ms = static_cast<long>(env_number("SHMCOLL_TIMEOUT_MS", 0));
-  t.forced_allreduce = env_algorithm(
-      "SHMCOLL_ALLREDUCE_ALGORITHM",
-      {Algorithm::allreduce_inline, Algorithm::allreduce_all_read, Algorithm::allreduce_slices});
-  t.forced_bcast = env_algorithm("SHMCOLL_BCAST_ALGORITHM",
-                                 {Algorithm::bcast_inline, Algorithm::bcast_pipelined});
-  t.forced_reduce = env_algorithm(
-      "SHMCOLL_REDUCE_ALGORITHM",
-      {Algorithm::reduce_inline, Algorithm::reduce_root_reads, Algorithm::reduce_slices});
+  const char* hierarchy = std::getenv(topo::kHierarchyEnv);
+  t.hierarchy =
+      topo::parse_hierarchy(hierarchy && *hierarchy ? hierarchy : topo::kDefaultHierarchy);
+  t.forced_barrier = env_algorithm("SHMCOLL_BARRIER_ALGORITHM",
+                                   {Algorithm::barrier_flat, Algorithm::barrier_tree});
+  t.forced_allreduce = env_algorithm("SHMCOLL_ALLREDUCE_ALGORITHM",
+                                     {Algorithm::allreduce_inline, Algorithm::allreduce_tree,
+                                      Algorithm::allreduce_all_read, Algorithm::allreduce_slices});
+  t.forced_bcast =
+      env_algorithm("SHMCOLL_BCAST_ALGORITHM",
+                    {Algorithm::bcast_inline, Algorithm::bcast_tree, Algorithm::bcast_pipelined});
+  t.forced_reduce = env_algorithm("SHMCOLL_REDUCE_ALGORITHM",
+                                  {Algorithm::reduce_inline, Algorithm::reduce_tree,
+                                   Algorithm::reduce_root_reads, Algorithm::reduce_slices});
   return t;
 }
 
 namespace {
 
-// A forced algorithm applies where it can: an inline one only when the payload fits a message
-// line. Otherwise: inline when it fits, else `larger`.
-Algorithm choose(int forced, Algorithm inline_algorithm, std::size_t bytes, Algorithm larger) {
+// A tree pays once the hierarchy has two levels or more: a flat small collective costs every
+// rank a transfer from every other, a tree costs a handoff per level.
+bool tree_pays(const topo::Tree& tree) {
+  return tree.depth() >= 2;
+}
+
+struct Candidates {
+  Algorithm inline_algorithm;  // fits a message line, flat
+  Algorithm tree_algorithm;    // fits a message line, over the tree
+  Algorithm larger;            // by size, for payloads beyond a message line
+};
+
+// A forced algorithm applies where it can: an inline or tree one only when the payload fits a
+// message line, a tree one only when `tree_exact` (the tree keeps the result exact).
+Algorithm choose(int forced, const Candidates& candidates, std::size_t bytes, bool tree_exact,
+                 bool tree_pays) {
   const bool fits_message = bytes <= shm::kMessageBytes;
-  const auto forced_algorithm = static_cast<Algorithm>(forced);
-  if (forced >= 0 && (fits_message || forced_algorithm != inline_algorithm)) {
-    return forced_algorithm;
-  }
-  return fits_message ? inline_algorithm : larger;
+  auto usable = [&](Algorithm algorithm) {
+    if (algorithm == candidates.inline_algorithm) return fits_message;
+    if (algorithm == candidates.tree_algorithm) return fits_message && tree_exact;
+    return true;
+  };
+  if (forced >= 0 && usable(static_cast<Algorithm>(forced))) return static_cast<Algorithm>(forced);
+  if (!fits_message) return candidates.larger;
+  return tree_exact && tree_pays ? candidates.tree_algorithm : candidates.inline_algorithm;
 }
 
 }  // namespace
 
-Algorithm select_bcast(const Tunables& tunables, std::size_t bytes) {
-  return choose(tunables.forced_bcast, Algorithm::bcast_inline, bytes, Algorithm::bcast_pipelined);
+Algorithm select_barrier(const Tunables& tunables, const topo::Tree& tree) {
+  if (tunables.forced_barrier >= 0) return static_cast<Algorithm>(tunables.forced_barrier);
+  return tree_pays(tree) ? Algorithm::barrier_tree : Algorithm::barrier_flat;
 }
 
-Algorithm select_reduce(const Tunables& tunables, std::size_t bytes, std::uint32_t ranks) {
-  const bool slices = bytes > tunables.reduce_small_max && ranks >= tunables.slices_min_ranks;
-  return choose(tunables.forced_reduce, Algorithm::reduce_inline, bytes,
-                slices ? Algorithm::reduce_slices : Algorithm::reduce_root_reads);
+Algorithm select_bcast(const Tunables& tunables, const topo::Tree& tree, std::size_t bytes) {
+  return choose(tunables.forced_bcast,
+                {Algorithm::bcast_inline, Algorithm::bcast_tree, Algorithm::bcast_pipelined}, bytes,
+                true, tree_pays(tree));
 }
 
-Algorithm select_allreduce(const Tunables& tunables, std::size_t bytes, std::uint32_t ranks) {
-  const bool slices = bytes > tunables.allreduce_small_max && ranks >= tunables.slices_min_ranks;
-  return choose(tunables.forced_allreduce, Algorithm::allreduce_inline, bytes,
-                slices ? Algorithm::allreduce_slices : Algorithm::allreduce_all_read);
+Algorithm select_reduce(const Tunables& tunables, const topo::Tree& tree, std::size_t bytes,
+                        bool commutative) {
+  const bool slices =
+      bytes > tunables.reduce_small_max && tree.nodes.size() >= tunables.slices_min_ranks;
+  return choose(tunables.forced_reduce,
+                {Algorithm::reduce_inline, Algorithm::reduce_tree,
+                 slices ? Algorithm::reduce_slices : Algorithm::reduce_root_reads},
+                bytes, commutative || tree.rank_ordered, tree_pays(tree));
+}
+
+Algorithm select_allreduce(const Tunables& tunables, const topo::Tree& tree, std::size_t bytes,
+                           bool commutative) {
+  const bool slices =
+      bytes > tunables.allreduce_small_max && tree.nodes.size() >= tunables.slices_min_ranks;
+  return choose(tunables.forced_allreduce,
+                {Algorithm::allreduce_inline, Algorithm::allreduce_tree,
+                 slices ? Algorithm::allreduce_slices : Algorithm::allreduce_all_read},
+                bytes, commutative || tree.rank_ordered, tree_pays(tree));
 }
 
 std::span<const TunableInfo> tunable_table() {

@@ -5,19 +5,26 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
+
+#include "topo/tree.hpp"
 
 namespace shmcoll::coll {
 
 enum class Algorithm {
-  barrier_flat,        // everyone publishes a round and waits for all
-  bcast_inline,        // <= 120 bytes: root posts a message line pair; readers copy it out
-  bcast_pipelined,     // root copies chunks into its two slots alternately; readers copy out
-  reduce_inline,       // <= 120 bytes: everyone posts a message line pair; root reduces them
+  barrier_flat,     // everyone publishes a round and waits for all
+  barrier_tree,     // arrivals gathered up the hierarchy tree, the release sent down it
+  bcast_inline,     // <= 120 bytes: root posts a message line pair; readers copy it out
+  bcast_pipelined,  // root copies chunks into its two slots alternately; readers copy out
+  bcast_tree,       // <= 120 bytes: down the hierarchy tree, each rank re-posting for its children
+  reduce_inline,    // <= 120 bytes: everyone posts a message line pair; root reduces them
   reduce_root_reads,   // everyone copies in; root reduces all slots itself
   reduce_slices,       // every rank reduces a slice of each chunk; root gathers the slices
+  reduce_tree,         // <= 120 bytes: partial results combined up the hierarchy tree
   allreduce_inline,    // <= 120 bytes: as all_read, through message line pairs
   allreduce_all_read,  // everyone copies in, then every rank reduces all slots itself
   allreduce_slices,    // reduce-scatter then allgather through the slots, chunk by chunk
+  allreduce_tree,      // <= 120 bytes: reduce_tree to the tree's root, then bcast_tree
 };
 
 const char* algorithm_name(Algorithm algorithm);
@@ -29,17 +36,26 @@ struct Tunables {
   std::uint32_t slices_min_ranks;   // SHMCOLL_SLICES_MIN_RANKS
   long spin_ns;                     // SHMCOLL_SPIN_NS (default depends on oversubscription)
   long timeout_ms;                  // SHMCOLL_TIMEOUT_MS
-  int forced_allreduce;             // SHMCOLL_ALLREDUCE_ALGORITHM (-1: by size)
-  int forced_bcast;                 // SHMCOLL_BCAST_ALGORITHM (-1: by size)
-  int forced_reduce;                // SHMCOLL_REDUCE_ALGORITHM (-1: by size)
+  std::vector<topo::HierarchyLevel> hierarchy;  // SHMCOLL_HIERARCHY
+  int forced_barrier;                           // SHMCOLL_BARRIER_ALGORITHM (-1: by tree)
+  int forced_allreduce;                         // SHMCOLL_ALLREDUCE_ALGORITHM (-1: by size)
+  int forced_bcast;                             // SHMCOLL_BCAST_ALGORITHM (-1: by size)
+  int forced_reduce;                            // SHMCOLL_REDUCE_ALGORITHM (-1: by size)
 
   // Reads the environment; a malformed value is an invalid_argument error naming the variable.
   static Tunables from_env(std::uint32_t team_size);
 };
 
-Algorithm select_bcast(const Tunables& tunables, std::size_t bytes);
-Algorithm select_reduce(const Tunables& tunables, std::size_t bytes, std::uint32_t ranks);
-Algorithm select_allreduce(const Tunables& tunables, std::size_t bytes, std::uint32_t ranks);
+// The tree algorithms are chosen for payloads that fit a message line when the hierarchy has at
+// least two levels; a reduction also needs a commutative op or a rank-ordered tree. Forcing a
+// tree algorithm where the op and tree forbid it gets the flat one: a forced choice never
+// changes a result.
+Algorithm select_barrier(const Tunables& tunables, const topo::Tree& tree);
+Algorithm select_bcast(const Tunables& tunables, const topo::Tree& tree, std::size_t bytes);
+Algorithm select_reduce(const Tunables& tunables, const topo::Tree& tree, std::size_t bytes,
+                        bool commutative);
+Algorithm select_allreduce(const Tunables& tunables, const topo::Tree& tree, std::size_t bytes,
+                           bool commutative);
 
 struct TunableInfo {
   const char* env;

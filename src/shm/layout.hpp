@@ -5,15 +5,20 @@
 //                                             creator before `initialized`; then, each on its own
 //                                             128-byte line pair: the abort word, the sleeper
 //                                             count and the attach count.
-//   control_offset         RankControl[n]    per rank, written only by that rank: a 128-byte line
-//                                             pair with its round number (a futex word) and pid,
-//                                             then two message line pairs (by round parity) that
-//                                             carry payloads of up to kMessageBytes beside their
-//                                             own round number, so a reader gets flag and data in
-//                                             one transfer (the adjacent-line prefetcher brings
-//                                             the pair's second line with the first).
-//   data_offset            slots             per rank two page-aligned slots of slot_bytes, used by
-//                                             round parity; written only by their owner.
+//   profiles_offset        RankProfile[n]    per rank one line pair written when it joins: its pid
+//                                             and what the layers above publish (where it runs),
+//                                             then `joined`. Members wait for each other here, so
+//                                             nobody touches a rank's area before it is placed.
+//   area_offset(r)         rank r's area     page-aligned, written only by rank r, so its pages
+//                                             can be placed on r's NUMA node before first touch:
+//     + 0                    RankControl       a 128-byte line pair with its round number (a futex
+//                                             word), then two message line pairs (by round
+//                                             parity) that carry payloads of up to kMessageBytes
+//                                             beside their own round number, so a reader gets flag
+//                                             and data in one transfer (the adjacent-line
+//                                             prefetcher brings the pair's second line with the
+//                                             first); padded to a page.
+//     + kPageBytes           two slots         of slot_bytes each, used by round parity.
 //
 // Rounds: every collective is a fixed sequence of rounds, the same on every rank. Rank r publishes
 // round k (control[r].round = k) when its slot k%2 holds its data for round k AND it has finished
@@ -31,7 +36,7 @@ namespace shmcoll::shm {
 inline constexpr std::size_t kLinePair = 128;  // adjacent-line prefetch makes 64 B lines act as 128
 inline constexpr std::size_t kPageBytes = 4096;
 inline constexpr std::uint64_t kMagic = 0x4c4f43434d4853ull;  // "SHMCCOL"
-inline constexpr std::uint32_t kLayoutVersion = 2;
+inline constexpr std::uint32_t kLayoutVersion = 3;
 
 // What a member checks before trusting a segment; written once by the creator.
 struct SegmentIdentity {
@@ -51,6 +56,8 @@ struct SegmentHeader {
   alignas(kLinePair) std::atomic<std::uint32_t> sleepers;
   // Members that have mapped the segment (join mode unlinks the name when it reaches team_size).
   alignas(kLinePair) std::atomic<std::uint32_t> attached;
+  // Set by the first member that prints a team-wide warning, so it is printed once.
+  alignas(kLinePair) std::atomic<std::uint32_t> warned;
 };
 static_assert(sizeof(SegmentHeader) <= kPageBytes);
 
@@ -64,10 +71,18 @@ static_assert(sizeof(MessageLine) == kLinePair);
 
 struct alignas(kLinePair) RankControl {
   std::atomic<std::uint32_t> round;
-  std::atomic<std::int32_t> pid;
   MessageLine messages[2];
 };
 static_assert(sizeof(RankControl) == 3 * kLinePair);
+
+inline constexpr std::size_t kProfileBytes = 120;
+
+struct alignas(kLinePair) RankProfile {
+  std::atomic<std::uint32_t> joined;  // futex word: 1 (release) once the rest is written
+  std::atomic<std::int32_t> pid;
+  alignas(8) std::byte data[kProfileBytes];  // meaning given by the layers above
+};
+static_assert(sizeof(RankProfile) == kLinePair);
 
 inline bool round_reached(std::uint32_t value, std::uint32_t target) {
   return static_cast<std::int32_t>(value - target) >= 0;
@@ -76,14 +91,17 @@ inline bool round_reached(std::uint32_t value, std::uint32_t target) {
 struct SegmentLayout {
   std::uint32_t team_size = 0;
   std::size_t slot_bytes = 0;
-  std::size_t control_offset = 0;
-  std::size_t data_offset = 0;
+  std::size_t profiles_offset = 0;
+  std::size_t areas_offset = 0;
+  std::size_t area_bytes = 0;  // one rank's control page and two slots
   std::size_t total_bytes = 0;
 
   // slot_bytes is rounded up to whole pages (at least one).
   static SegmentLayout compute(std::uint32_t team_size, std::size_t slot_bytes);
+  std::size_t area_offset(std::uint32_t rank) const { return areas_offset + rank * area_bytes; }
+  std::size_t control_offset(std::uint32_t rank) const { return area_offset(rank); }
   std::size_t slot_offset(std::uint32_t rank, std::uint32_t parity) const {
-    return data_offset + (std::size_t{rank} * 2 + parity) * slot_bytes;
+    return area_offset(rank) + kPageBytes + parity * slot_bytes;
   }
 };
 

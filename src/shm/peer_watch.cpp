@@ -42,7 +42,7 @@ void PeerWatch::open_all(const Segment& segment, std::uint32_t self) {
   const std::uint32_t size = segment.layout().team_size;
   pidfds_.assign(size, -1);
   for (std::uint32_t rank = 0; rank < size; ++rank) {
-    const pid_t pid = segment.control(rank).pid.load(std::memory_order_acquire);
+    const pid_t pid = segment.profile(rank).pid.load(std::memory_order_acquire);
     if (rank != self && pid > 0) pidfds_[rank] = pidfd_open(pid);
   }
 }
@@ -50,7 +50,7 @@ void PeerWatch::open_all(const Segment& segment, std::uint32_t self) {
 bool PeerWatch::has_exited(const Segment& segment, std::uint32_t rank) {
   if (pidfds_.empty()) pidfds_.assign(segment.layout().team_size, -1);
   if (pidfds_[rank] < 0) {
-    const pid_t pid = segment.control(rank).pid.load(std::memory_order_acquire);
+    const pid_t pid = segment.profile(rank).pid.load(std::memory_order_acquire);
     if (pid <= 0) return false;  // not attached yet: the supervisor or a timeout must judge
     pidfds_[rank] = pidfd_open(pid);
     if (pidfds_[rank] < 0) return errno == ESRCH;

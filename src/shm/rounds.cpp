@@ -27,12 +27,22 @@ Rounds::Rounds(Segment segment, std::uint32_t rank, WaitPolicy policy)
       policy_(policy),
       known_(size_, 0) {}
 
-void Rounds::join_team() {
-  segment_.control(rank_).pid.store(static_cast<std::int32_t>(getpid()), std::memory_order_release);
+void Rounds::join_team(std::span<const std::byte> profile_data) {
+  if (profile_data.size() > kProfileBytes) {
+    fail(Errc::invalid_argument, "rank ", rank_, ": a profile of ", profile_data.size(),
+         " bytes does not fit (", kProfileBytes, " bytes)");
+  }
+  RankProfile& mine = segment_.profile(rank_);
+  mine.pid.store(static_cast<std::int32_t>(getpid()), std::memory_order_relaxed);
+  std::memcpy(mine.data, profile_data.data(), profile_data.size());
   segment_.prefault_own_pages(rank_);
-  const std::uint32_t round = begin();
-  publish(round);
-  wait_for_all(round);
+  mine.joined.store(1, std::memory_order_release);
+  if (segment_.header().sleepers.load(std::memory_order_seq_cst) != 0) futex_wake_all(mine.joined);
+  if (segment_.header().abort_word.load(std::memory_order_relaxed) != 0) fail_aborted(rank_);
+  for (std::uint32_t peer = 0; peer < size_; ++peer) {
+    const auto& joined = segment_.profile(peer).joined;
+    if (peer != rank_) wait_slow(peer, 1, joined, joined);
+  }
   peers_.open_all(segment_, rank_);
 }
 
@@ -62,7 +72,9 @@ void Rounds::publish_message(std::uint32_t round, const void* data, std::size_t 
 const std::byte* Rounds::wait_message(std::uint32_t peer, std::uint32_t round) {
   const MessageLine& line = segment_.control(peer).messages[round & 1];
   // Spin on the message line itself, so flag and payload arrive in one transfer.
-  if (!round_reached(known_[peer], round)) wait_slow(peer, round, line.round);
+  if (!round_reached(known_[peer], round)) {
+    known_[peer] = wait_slow(peer, round, line.round, segment_.control(peer).round);
+  }
   return line.data;
 }
 
@@ -75,24 +87,23 @@ void Rounds::fail_aborted(std::uint32_t peer) const {
                                   ? std::string(" (at the start of a round)")
                                   : " (was waiting for rank " + std::to_string(peer) + ")";
   fail(Errc::peer_failed, "rank ", rank_, ": team aborted because rank ", culprit, " (pid ",
-       segment_.control(static_cast<std::uint32_t>(culprit)).pid.load(), ") failed", context);
+       segment_.profile(static_cast<std::uint32_t>(culprit)).pid.load(), ") failed", context);
 }
 
-void Rounds::wait_slow(std::uint32_t peer, std::uint32_t round,
-                       const std::atomic<std::uint32_t>& spin_word) {
-  auto& word = segment_.control(peer).round;
+std::uint32_t Rounds::wait_slow(std::uint32_t peer, std::uint32_t round,
+                                const std::atomic<std::uint32_t>& spin_word,
+                                const std::atomic<std::uint32_t>& word) {
   auto& header = segment_.header();
+  std::uint32_t seen = 0;
   auto reached_on = [&](const std::atomic<std::uint32_t>& watched) {
-    const std::uint32_t seen = watched.load(std::memory_order_acquire);
-    if (!round_reached(seen, round)) return false;
-    known_[peer] = seen;
-    return true;
+    seen = watched.load(std::memory_order_acquire);
+    return round_reached(seen, round);
   };
   auto reached = [&] { return reached_on(word); };
 
   const long long start = now_ns();
   for (unsigned spins = 1;; ++spins) {
-    if (reached_on(spin_word)) return;
+    if (reached_on(spin_word)) return seen;
     if (header.abort_word.load(std::memory_order_relaxed) != 0) fail_aborted(peer);
     cpu_relax();
     if (spins % 256 == 0 && now_ns() - start >= policy_.spin_ns) break;
@@ -100,18 +111,18 @@ void Rounds::wait_slow(std::uint32_t peer, std::uint32_t round,
 
   for (;;) {
     header.sleepers.fetch_add(1, std::memory_order_seq_cst);
-    const std::uint32_t seen = word.load(std::memory_order_seq_cst);
-    if (!round_reached(seen, round) && header.abort_word.load() == 0) {
-      futex_wait(word, seen, policy_.sleep_slice_ns);
+    const std::uint32_t before = word.load(std::memory_order_seq_cst);
+    if (!round_reached(before, round) && header.abort_word.load() == 0) {
+      futex_wait(word, before, policy_.sleep_slice_ns);
     }
     header.sleepers.fetch_sub(1, std::memory_order_seq_cst);
-    if (reached()) return;
+    if (reached()) return seen;
     if (header.abort_word.load(std::memory_order_acquire) != 0) fail_aborted(peer);
     if (peers_.has_exited(segment_, peer)) {
-      if (reached()) return;  // it published before leaving
+      if (reached()) return seen;  // it published before leaving
       segment_.abort(peer);
       fail(Errc::peer_failed, "rank ", rank_, ": rank ", peer, " (pid ",
-           segment_.control(peer).pid.load(), ") exited while this rank waited for its round ",
+           segment_.profile(peer).pid.load(), ") exited while this rank waited for its round ",
            round);
     }
     if (policy_.timeout_ms > 0 && now_ns() - start > policy_.timeout_ms * 1'000'000LL) {

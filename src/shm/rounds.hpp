@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "shm/peer_watch.hpp"
@@ -46,7 +47,8 @@ class Rounds {
       known_[peer] = seen;
       return;
     }
-    wait_slow(peer, round, segment_.control(peer).round);
+    const auto& word = segment_.control(peer).round;
+    known_[peer] = wait_slow(peer, round, word, word);
   }
 
   // Small payloads (<= kMessageBytes) travel in message lines instead of slots; the round rule
@@ -60,8 +62,11 @@ class Rounds {
     }
   }
 
-  // Joins the team: records my pid, touches my pages, waits for everyone, starts watching peers.
-  void join_team();
+  // Joins the team: publishes my pid and `profile_data` (at most kProfileBytes) in my profile,
+  // touches my pages (place them first), waits until everyone has joined, starts watching peers.
+  void join_team(std::span<const std::byte> profile_data = {});
+  // What `peer` published when it joined.
+  const std::byte* profile_data(std::uint32_t peer) const { return segment_.profile(peer).data; }
   // Ends the team for everybody, naming `failed_rank` as the cause.
   void abort_team(std::uint32_t failed_rank) const { segment_.abort(failed_rank); }
 
@@ -69,9 +74,11 @@ class Rounds {
   // `peer` is the rank being awaited, or my own rank when no wait was in progress.
   [[noreturn]] void fail_aborted(std::uint32_t peer) const;
   // Spins on `spin_word` (the peer's round word, or the message line it is about to fill), then
-  // sleeps on the peer's round word, which the peer always publishes after its message line.
-  void wait_slow(std::uint32_t peer, std::uint32_t round,
-                 const std::atomic<std::uint32_t>& spin_word);
+  // sleeps on `sleep_word` (the peer's round word, which the peer always publishes after its
+  // message line). Returns the value that reached `round`.
+  std::uint32_t wait_slow(std::uint32_t peer, std::uint32_t round,
+                          const std::atomic<std::uint32_t>& spin_word,
+                          const std::atomic<std::uint32_t>& sleep_word);
 
   Segment segment_;
   PeerWatch peers_;

@@ -20,10 +20,11 @@ SegmentLayout SegmentLayout::compute(std::uint32_t team_size, std::size_t slot_b
   SegmentLayout layout;
   layout.team_size = team_size;
   layout.slot_bytes = round_up(slot_bytes == 0 ? kPageBytes : slot_bytes, kPageBytes);
-  layout.control_offset = kPageBytes;
-  layout.data_offset =
-      round_up(layout.control_offset + team_size * sizeof(RankControl), kPageBytes);
-  layout.total_bytes = layout.data_offset + std::size_t{team_size} * 2 * layout.slot_bytes;
+  layout.profiles_offset = kPageBytes;
+  layout.areas_offset =
+      round_up(layout.profiles_offset + team_size * sizeof(RankProfile), kPageBytes);
+  layout.area_bytes = kPageBytes + 2 * layout.slot_bytes;
+  layout.total_bytes = layout.areas_offset + std::size_t{team_size} * layout.area_bytes;
   return layout;
 }
 
@@ -198,6 +199,11 @@ Segment::~Segment() {
 }
 
 void Segment::prefault_own_pages(std::uint32_t rank) const {
+  // The control page is written through atomics only; touching it by reading a word would map a
+  // shared zero page, so store to it (zeros are what a new segment holds anyway).
+  std::memset(reinterpret_cast<std::byte*>(&control(rank)) + sizeof(RankControl), 0,
+              kPageBytes - sizeof(RankControl));
+  control(rank).round.store(0, std::memory_order_relaxed);
   for (std::uint32_t parity = 0; parity < 2; ++parity) {
     std::memset(slot(rank, parity), 0, layout_.slot_bytes);
   }
@@ -206,8 +212,10 @@ void Segment::prefault_own_pages(std::uint32_t rank) const {
 void Segment::abort(std::uint32_t failed_rank) const {
   std::uint32_t healthy = 0;
   header().abort_word.compare_exchange_strong(healthy, failed_rank + 1, std::memory_order_seq_cst);
-  // Sleepers wait on round words; wake them all so they look at the abort word.
+  // Sleepers wait on round words (or, while joining, on joined words); wake them all so they
+  // look at the abort word.
   for (std::uint32_t rank = 0; rank < layout_.team_size; ++rank) {
+    futex_wake_all(profile(rank).joined);
     futex_wake_all(control(rank).round);
   }
 }

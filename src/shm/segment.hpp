@@ -38,14 +38,20 @@ class Segment {
   const SegmentLayout& layout() const { return layout_; }
   SegmentHeader& header() const { return *reinterpret_cast<SegmentHeader*>(base_); }
   RankControl& control(std::uint32_t rank) const {
-    return reinterpret_cast<RankControl*>(base_ + layout_.control_offset)[rank];
+    return *reinterpret_cast<RankControl*>(base_ + layout_.control_offset(rank));
   }
+  RankProfile& profile(std::uint32_t rank) const {
+    return reinterpret_cast<RankProfile*>(base_ + layout_.profiles_offset)[rank];
+  }
+  // Rank `rank`'s control page and slots, for NUMA placement before they are first touched.
+  std::byte* area(std::uint32_t rank) const { return base_ + layout_.area_offset(rank); }
   std::byte* slot(std::uint32_t rank, std::uint32_t parity) const {
     return base_ + layout_.slot_offset(rank, parity);
   }
 
-  // Writes the owner's pages once so no collective ever takes a first-touch page fault (and, under
-  // the default first-touch NUMA policy, the pages land on the owner's node).
+  // Writes the owner's pages (control page and slots) once so no collective ever takes a
+  // first-touch page fault (and, under the default first-touch NUMA policy, the pages land on the
+  // owner's node).
   void prefault_own_pages(std::uint32_t rank) const;
 
   // Marks the team failed because of `failed_rank` (first caller wins) and wakes every sleeper.
