@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
                  "this machine)");
   app.add_option("--hierarchy", hierarchy,
                  "levels to split on, e.g. package,numa:4,core (default: SHMCOLL_HIERARCHY, else "
-                 "package,numa,l3,core)");
+                 "package,numa,l3,core:8)");
   app.add_option("--bind-to", bind_to, "core or none (unbound ranks are not located: flat tree)")
       ->check(CLI::IsMember({"core", "none"}));
   app.add_option("--map-by", map_by, "core (compact), package (spread) or numa")

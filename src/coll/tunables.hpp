@@ -46,8 +46,8 @@ struct Tunables {
   static Tunables from_env(std::uint32_t team_size);
 };
 
-// The tree algorithms are chosen for payloads that fit a message line when the hierarchy has at
-// least two levels; a reduction also needs a commutative op or a rank-ordered tree. Forcing a
+// The tree algorithms are chosen for payloads that fit a message line when the topology splits
+// the team at two levels or more; a reduction also needs a commutative op or a rank-ordered tree. Forcing a
 // tree algorithm where the op and tree forbid it gets the flat one: a forced choice never
 // changes a result.
 Algorithm select_barrier(const Tunables& tunables, const topo::Tree& tree);

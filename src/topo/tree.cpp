@@ -127,9 +127,9 @@ Tree Tree::build(std::span<const Location> where, std::span<const HierarchyLevel
   const bool shared = std::any_of(sets.begin(), sets.end(), [](auto& s) { return s.size() > 1; });
   if (shared) {
     const int depth = tree.depth();
-    tree.levels.push_back("rank");
+    tree.levels.push_back(kSharedCoreLevel);
     const int radix = levels.empty() ? 0 : levels.back().radix;  // the narrowest level's
-    for (RankSet& set : sets) add_group(tree, depth, "rank", std::move(set), radix);
+    for (RankSet& set : sets) add_group(tree, depth, kSharedCoreLevel, std::move(set), radix);
   }
 
   for (int rank = 1; rank < size; ++rank) {

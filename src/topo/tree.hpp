@@ -21,7 +21,7 @@ struct HierarchyLevel {
 // core". Unknown names, repeats and radix 1 are invalid_argument errors naming the variable.
 std::vector<HierarchyLevel> parse_hierarchy(std::string_view spec);
 inline constexpr const char* kHierarchyEnv = "SHMCOLL_HIERARCHY";
-inline constexpr const char* kDefaultHierarchy = "package,numa,l3,core";
+inline constexpr const char* kDefaultHierarchy = "package,numa,l3,core:8";
 std::string hierarchy_to_string(std::span<const HierarchyLevel> levels);
 
 // One group: the leaders of the parts one level split a set of ranks into (or, at the bottom,
@@ -50,6 +50,11 @@ struct Tree {
 
   int size() const { return static_cast<int>(nodes.size()); }
   int depth() const { return static_cast<int>(levels.size()); }
+  // Levels that are topology levels: all but the bottom "rank" level of ranks sharing a core.
+  int topology_depth() const {
+    return depth() - (!levels.empty() && levels.back() == kSharedCoreLevel ? 1 : 0);
+  }
+  static constexpr const char* kSharedCoreLevel = "rank";
   static constexpr int root() { return 0; }  // every leader is its group's lowest rank
 
   // `where[r]` is rank r's location; a level that splits no group is dropped.
