@@ -281,6 +281,7 @@ TEST(Topo, BadSpecificationsAreNamedErrors) {
   expect_error([] { Topology("synthetic:pack:2 core:4"); }, "synthetic");
   expect_error([] { Topology("lstopo:whatever"); }, "lstopo:whatever");
   expect_error([] { shmcoll::topo::parse_hierarchy("package,socket"); }, "SHMCOLL_HIERARCHY");
+  expect_error([] { shmcoll::topo::parse_hierarchy("package,socket"); }, "\"package,socket\"");
   expect_error([] { shmcoll::topo::parse_hierarchy("core,package"); }, "narrower");
   expect_error([] { shmcoll::topo::parse_hierarchy("numa:1"); }, "radix");
   expect_error([] { shmcoll::Placement::parse("node:"); }, "placement");

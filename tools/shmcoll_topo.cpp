@@ -118,11 +118,8 @@ int main(int argc, char** argv) {
 
   try {
     const shmcoll::topo::Topology& topology = shmcoll::topo::Topology::shared(topology_spec);
-    if (hierarchy.empty()) {
-      const char* env = std::getenv(shmcoll::topo::kHierarchyEnv);
-      hierarchy = env && *env ? env : shmcoll::topo::kDefaultHierarchy;
-    }
-    const auto levels = shmcoll::topo::parse_hierarchy(hierarchy);
+    const auto levels = hierarchy.empty() ? shmcoll::topo::hierarchy_from_env()
+                                          : shmcoll::topo::parse_hierarchy(hierarchy);
     if (ranks == 0) ranks = topology.core_count();
 
     shmcoll::Options options;

@@ -129,9 +129,7 @@ Tunables Tunables::from_env(std::uint32_t team_size) {
   t.slices_min_ranks = static_cast<std::uint32_t>(env_number("SHMCOLL_SLICES_MIN_RANKS", 3));
   t.spin_ns = static_cast<long>(env_number("SHMCOLL_SPIN_NS", oversubscribed ? 2'000 : 50'000));
   t.timeout_ms = static_cast<long>(env_number("SHMCOLL_TIMEOUT_MS", 0));
-  const char* hierarchy = std::getenv(topo::kHierarchyEnv);
-  t.hierarchy =
-      topo::parse_hierarchy(hierarchy && *hierarchy ? hierarchy : topo::kDefaultHierarchy);
+  t.hierarchy = topo::hierarchy_from_env();
   t.forced_barrier = env_algorithm("SHMCOLL_BARRIER_ALGORITHM",
                                    {Algorithm::barrier_flat, Algorithm::barrier_tree});
   t.forced_allreduce = env_algorithm("SHMCOLL_ALLREDUCE_ALGORITHM",

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <map>
 
 #include "util/fail.hpp"
@@ -10,14 +11,14 @@ namespace shmcoll::topo {
 
 std::vector<HierarchyLevel> parse_hierarchy(std::string_view spec) {
   std::vector<HierarchyLevel> levels;
-  auto reject = [&](auto&&... parts) {
-    fail(Errc::invalid_argument, kHierarchyEnv, "=\"", spec, "\": ", parts...,
+  auto reject = [whole = spec](auto&&... parts) {
+    fail(Errc::invalid_argument, "hierarchy \"", whole, "\" (", kHierarchyEnv, "): ", parts...,
          " (levels are package, numa, l3, l2, core, widest first, each optionally :radix >= 2)");
   };
-  while (!spec.empty()) {
-    const std::size_t comma = spec.find(',');
-    std::string_view item = spec.substr(0, comma);
-    spec = comma == std::string_view::npos ? std::string_view{} : spec.substr(comma + 1);
+  for (std::string_view rest = spec; !rest.empty();) {
+    const std::size_t comma = rest.find(',');
+    std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
     const std::size_t colon = item.find(':');
     HierarchyLevel entry;
     const auto level = level_from_name(item.substr(0, colon));
@@ -39,6 +40,11 @@ std::vector<HierarchyLevel> parse_hierarchy(std::string_view spec) {
     levels.push_back(entry);
   }
   return levels;
+}
+
+std::vector<HierarchyLevel> hierarchy_from_env() {
+  const char* text = std::getenv(kHierarchyEnv);
+  return parse_hierarchy(text && *text ? text : kDefaultHierarchy);
 }
 
 std::string hierarchy_to_string(std::span<const HierarchyLevel> levels) {

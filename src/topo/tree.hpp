@@ -23,6 +23,8 @@ std::vector<HierarchyLevel> parse_hierarchy(std::string_view spec);
 inline constexpr const char* kHierarchyEnv = "SHMCOLL_HIERARCHY";
 inline constexpr const char* kDefaultHierarchy = "package,numa,l3,core:8";
 std::string hierarchy_to_string(std::span<const HierarchyLevel> levels);
+// SHMCOLL_HIERARCHY, or the default when it is unset or empty.
+std::vector<HierarchyLevel> hierarchy_from_env();
 
 // One group: the leaders of the parts one level split a set of ranks into (or, at the bottom,
 // ranks sharing one core). Members are in rank order, so members[0] is the leader.
