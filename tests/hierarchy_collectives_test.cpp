@@ -131,6 +131,12 @@ class TreeCollectives : public ::testing::TestWithParam<Case> {};
 
 TEST_P(TreeCollectives, MatchReferencesWithEightOversubscribedRanks) {
   const Case& c = GetParam();
+  // At 8 ranks the cost model prefers the flat algorithms; force the tree ones (they still give
+  // way to flat for a non-commutative op on a tree that is not rank-ordered).
+  ScopedEnv barrier("SHMCOLL_BARRIER_ALGORITHM", "barrier_tree");
+  ScopedEnv bcast("SHMCOLL_BCAST_ALGORITHM", "bcast_tree");
+  ScopedEnv reduce("SHMCOLL_REDUCE_ALGORITHM", "reduce_tree");
+  ScopedEnv allreduce("SHMCOLL_ALLREDUCE_ALGORITHM", "allreduce_tree");
   auto* shared = shared_block<Shared>();
   shmcoll::Options options;
   options.bind = shmcoll::Binding::core;
@@ -158,28 +164,38 @@ INSTANTIATE_TEST_SUITE_P(
              false}),
     [](const auto& info) { return std::string(info.param.name); });
 
-TEST(TreeCollectives, SelectionTakesTheTreeOnlyWhereItIsExact) {
-  const shmcoll::topo::Topology topology("synthetic:pack:2 numa:2 core:2 pu:1");
-  const auto levels = shmcoll::topo::parse_hierarchy(shmcoll::topo::kDefaultHierarchy);
-  std::vector<shmcoll::topo::Location> compact, spread;
-  for (int core : shmcoll::topo::map_ranks(topology, 8, shmcoll::MapBy::core)) {
-    compact.push_back(topology.core(core));
+shmcoll::coll::TreeShape shape_of(const char* topology_spec, int ranks, shmcoll::MapBy policy) {
+  const shmcoll::topo::Topology topology(topology_spec);
+  std::vector<shmcoll::topo::Location> where;
+  for (int core : shmcoll::topo::map_ranks(topology, ranks, policy)) {
+    where.push_back(topology.core(core));
   }
-  for (int core : shmcoll::topo::map_ranks(topology, 8, shmcoll::MapBy::package)) {
-    spread.push_back(topology.core(core));
-  }
-  const auto ordered = shmcoll::topo::Tree::build(compact, levels);
-  const auto unordered = shmcoll::topo::Tree::build(spread, levels);
-  const auto flat = shmcoll::topo::Tree::build(std::vector<shmcoll::topo::Location>(8), levels);
-  const auto tunables = shmcoll::coll::Tunables::from_env(8);
+  return shmcoll::coll::TreeShape::of(
+      shmcoll::topo::Tree::build(where, shmcoll::topo::hierarchy_from_env()));
+}
+
+TEST(TreeCollectives, SelectionTakesTheTreeOnlyWhereItPaysAndIsExact) {
+  constexpr const char* k64 = "synthetic:pack:4 numa:2 core:8 pu:1";
+  const auto ordered = shape_of(k64, 64, shmcoll::MapBy::core);
+  const auto unordered = shape_of(k64, 64, shmcoll::MapBy::package);
+  // 8 ranks on 2 packages: the flat algorithms' 8 reads cost less than the tree's levels.
+  const auto small = shape_of("synthetic:pack:2 numa:2 core:2 pu:1", 8, shmcoll::MapBy::core);
+  // 8 ranks on this machine's 2 cores: handoffs between ranks sharing a core are context switches.
+  const auto shared = shape_of("synthetic:pack:1 numa:1 core:2 pu:1", 8, shmcoll::MapBy::core);
+  EXPECT_TRUE(ordered.pays && ordered.rank_ordered);
+  EXPECT_TRUE(unordered.pays && !unordered.rank_ordered);
+  EXPECT_FALSE(small.pays);
+  EXPECT_FALSE(shared.pays);
+  const auto tunables = shmcoll::coll::Tunables::from_env(64);
   using shmcoll::coll::select_allreduce;
   EXPECT_EQ(select_allreduce(tunables, ordered, 64, false), Algorithm::allreduce_tree);
   EXPECT_EQ(select_allreduce(tunables, unordered, 64, true), Algorithm::allreduce_tree);
   EXPECT_EQ(select_allreduce(tunables, unordered, 64, false), Algorithm::allreduce_inline);
-  EXPECT_EQ(select_allreduce(tunables, flat, 64, true), Algorithm::allreduce_inline);
+  EXPECT_EQ(select_allreduce(tunables, shared, 64, true), Algorithm::allreduce_inline);
+  EXPECT_EQ(select_allreduce(tunables, small, 64, true), Algorithm::allreduce_inline);
   EXPECT_EQ(select_allreduce(tunables, ordered, 4096, true), Algorithm::allreduce_all_read);
   EXPECT_EQ(shmcoll::coll::select_barrier(tunables, ordered), Algorithm::barrier_tree);
-  EXPECT_EQ(shmcoll::coll::select_barrier(tunables, flat), Algorithm::barrier_flat);
+  EXPECT_EQ(shmcoll::coll::select_barrier(tunables, shared), Algorithm::barrier_flat);
   EXPECT_EQ(shmcoll::coll::select_bcast(tunables, unordered, 120), Algorithm::bcast_tree);
   EXPECT_EQ(shmcoll::coll::select_reduce(tunables, unordered, 8, false), Algorithm::reduce_inline);
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "api/rank_setup.hpp"
+#include "topo/cost_model.hpp"
 #include "topo/mapping.hpp"
 #include "topo/topology.hpp"
 #include "topo/tree.hpp"
@@ -68,6 +69,11 @@ void print_tree(const Tree& tree, const std::string& hierarchy) {
     if (largest != smallest) std::printf("-%d", largest);
     std::printf(" members\n");
   }
+  const shmcoll::topo::CostModel model;
+  std::printf(
+      "\ncost model, small allreduce/barrier critical path in cross-core handoffs h (README, "
+      "Benchmarks): tree %.1f h, flat %.1f h\n",
+      model.tree_handoffs(tree), model.flat_handoffs(tree));
   std::printf("\ntree (each rank under its parent, with the level that links them)\n");
   print_subtree(tree, Tree::root(), 2);
 }

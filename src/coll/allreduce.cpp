@@ -68,7 +68,8 @@ void allreduce(Context& ctx, const void* send, void* recv, std::size_t count, Dt
   if (count == 0) return;  // counts agree on every rank, so all skip the rounds alike
   const auto* in = static_cast<const std::byte*>(send);
   auto* out = static_cast<std::byte*>(recv);
-  switch (select_allreduce(ctx.tunables, ctx.tree, count * dtype_size(dtype), op.commutative())) {
+  switch (
+      select_allreduce(ctx.tunables, ctx.tree_shape, count * dtype_size(dtype), op.commutative())) {
     case Algorithm::allreduce_inline:
       return allreduce_inline(ctx, in, out, count, dtype, op);
     case Algorithm::allreduce_tree:

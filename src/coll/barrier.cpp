@@ -26,7 +26,8 @@ void barrier_tree(Context& ctx) {
 }  // namespace
 
 void barrier(Context& ctx) {
-  if (select_barrier(ctx.tunables, ctx.tree) == Algorithm::barrier_tree) return barrier_tree(ctx);
+  if (select_barrier(ctx.tunables, ctx.tree_shape) == Algorithm::barrier_tree)
+    return barrier_tree(ctx);
   barrier_flat(ctx);
 }
 

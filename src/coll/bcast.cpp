@@ -44,7 +44,7 @@ void bcast(Context& ctx, void* buffer, std::size_t bytes, int root) {
   if (bytes == 0) return;  // sizes agree on every rank, so all skip the rounds alike
   auto* data = static_cast<std::byte*>(buffer);
   const auto root_rank = static_cast<std::uint32_t>(root);
-  switch (select_bcast(ctx.tunables, ctx.tree, bytes)) {
+  switch (select_bcast(ctx.tunables, ctx.tree_shape, bytes)) {
     case Algorithm::bcast_inline:
       return bcast_inline(ctx, data, bytes, root_rank);
     case Algorithm::bcast_tree:

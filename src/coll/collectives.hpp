@@ -14,10 +14,15 @@ namespace shmcoll::coll {
 
 struct Context {
   Context(shm::Rounds& rounds_in, const Tunables& tunables_in, const topo::Tree& tree_in)
-      : rounds(rounds_in), tunables(tunables_in), tree(tree_in), inputs(rounds_in.size()) {}
+      : rounds(rounds_in),
+        tunables(tunables_in),
+        tree(tree_in),
+        tree_shape(TreeShape::of(tree_in)),
+        inputs(rounds_in.size()) {}
   shm::Rounds& rounds;
   const Tunables& tunables;
   const topo::Tree& tree;
+  TreeShape tree_shape;
   std::vector<const void*> inputs;  // one per rank, sized once so collectives never allocate
 };
 

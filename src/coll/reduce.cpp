@@ -81,7 +81,8 @@ void reduce(Context& ctx, const void* send, void* recv, std::size_t count, Dtype
   const auto* in = static_cast<const std::byte*>(send);
   auto* out = static_cast<std::byte*>(recv);
   const auto root_rank = static_cast<std::uint32_t>(root);
-  switch (select_reduce(ctx.tunables, ctx.tree, count * dtype_size(dtype), op.commutative())) {
+  switch (
+      select_reduce(ctx.tunables, ctx.tree_shape, count * dtype_size(dtype), op.commutative())) {
     case Algorithm::reduce_inline:
       return reduce_inline(ctx, in, out, count, dtype, op, root_rank);
     case Algorithm::reduce_tree:

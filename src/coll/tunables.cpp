@@ -6,6 +6,7 @@
 #include <string>
 
 #include "shm/layout.hpp"
+#include "topo/cost_model.hpp"
 #include "util/fail.hpp"
 
 namespace shmcoll::coll {
@@ -146,14 +147,6 @@ Tunables Tunables::from_env(std::uint32_t team_size) {
 
 namespace {
 
-// A tree pays once the topology splits the team at two levels or more: a flat small collective
-// costs every rank a transfer from every other, a tree a handoff per level. Ranks sharing a core
-// do not count: between them each extra handoff is a context switch (measured at 8 ranks on 2
-// cores: the tree was 1.1-1.5x slower than flat for barrier and allreduce).
-bool tree_pays(const topo::Tree& tree) {
-  return tree.topology_depth() >= 2;
-}
-
 struct Candidates {
   Algorithm inline_algorithm;  // fits a message line, flat
   Algorithm tree_algorithm;    // fits a message line, over the tree
@@ -177,35 +170,42 @@ Algorithm choose(int forced, const Candidates& candidates, std::size_t bytes, bo
 
 }  // namespace
 
-Algorithm select_barrier(const Tunables& tunables, const topo::Tree& tree) {
-  if (tunables.forced_barrier >= 0) return static_cast<Algorithm>(tunables.forced_barrier);
-  return tree_pays(tree) ? Algorithm::barrier_tree : Algorithm::barrier_flat;
+// A flat small collective costs every rank a transfer from every other, a tree a handoff per
+// level plus the polls of each parent; the model weighs the two for this team's tree.
+TreeShape TreeShape::of(const topo::Tree& tree) {
+  const topo::CostModel model;
+  return {static_cast<std::uint32_t>(tree.size()), tree.rank_ordered,
+          model.tree_handoffs(tree) < model.flat_handoffs(tree)};
 }
 
-Algorithm select_bcast(const Tunables& tunables, const topo::Tree& tree, std::size_t bytes) {
+Algorithm select_barrier(const Tunables& tunables, const TreeShape& tree) {
+  if (tunables.forced_barrier >= 0) return static_cast<Algorithm>(tunables.forced_barrier);
+  return tree.pays ? Algorithm::barrier_tree : Algorithm::barrier_flat;
+}
+
+Algorithm select_bcast(const Tunables& tunables, const TreeShape& tree, std::size_t bytes) {
   return choose(tunables.forced_bcast,
                 {Algorithm::bcast_inline, Algorithm::bcast_tree, Algorithm::bcast_pipelined}, bytes,
-                true, tree_pays(tree));
+                true, tree.pays);
 }
 
-Algorithm select_reduce(const Tunables& tunables, const topo::Tree& tree, std::size_t bytes,
+Algorithm select_reduce(const Tunables& tunables, const TreeShape& tree, std::size_t bytes,
                         bool commutative) {
-  const bool slices =
-      bytes > tunables.reduce_small_max && tree.nodes.size() >= tunables.slices_min_ranks;
+  const bool slices = bytes > tunables.reduce_small_max && tree.ranks >= tunables.slices_min_ranks;
   return choose(tunables.forced_reduce,
                 {Algorithm::reduce_inline, Algorithm::reduce_tree,
                  slices ? Algorithm::reduce_slices : Algorithm::reduce_root_reads},
-                bytes, commutative || tree.rank_ordered, tree_pays(tree));
+                bytes, commutative || tree.rank_ordered, tree.pays);
 }
 
-Algorithm select_allreduce(const Tunables& tunables, const topo::Tree& tree, std::size_t bytes,
+Algorithm select_allreduce(const Tunables& tunables, const TreeShape& tree, std::size_t bytes,
                            bool commutative) {
   const bool slices =
-      bytes > tunables.allreduce_small_max && tree.nodes.size() >= tunables.slices_min_ranks;
+      bytes > tunables.allreduce_small_max && tree.ranks >= tunables.slices_min_ranks;
   return choose(tunables.forced_allreduce,
                 {Algorithm::allreduce_inline, Algorithm::allreduce_tree,
                  slices ? Algorithm::allreduce_slices : Algorithm::allreduce_all_read},
-                bytes, commutative || tree.rank_ordered, tree_pays(tree));
+                bytes, commutative || tree.rank_ordered, tree.pays);
 }
 
 std::span<const TunableInfo> tunable_table() {

@@ -46,15 +46,24 @@ struct Tunables {
   static Tunables from_env(std::uint32_t team_size);
 };
 
-// The tree algorithms are chosen for payloads that fit a message line when the topology splits
-// the team at two levels or more; a reduction also needs a commutative op or a rank-ordered tree. Forcing a
-// tree algorithm where the op and tree forbid it gets the flat one: a forced choice never
-// changes a result.
-Algorithm select_barrier(const Tunables& tunables, const topo::Tree& tree);
-Algorithm select_bcast(const Tunables& tunables, const topo::Tree& tree, std::size_t bytes);
-Algorithm select_reduce(const Tunables& tunables, const topo::Tree& tree, std::size_t bytes,
+// What selection needs to know of a team's tree, worked out once per team.
+struct TreeShape {
+  std::uint32_t ranks = 1;
+  bool rank_ordered = true;
+  // The cost model (topo/cost_model.hpp) puts the tree's critical path for small collectives
+  // below the flat algorithms'.
+  bool pays = false;
+  static TreeShape of(const topo::Tree& tree);
+};
+
+// The tree algorithms are chosen for payloads that fit a message line when the tree pays; a
+// reduction also needs a commutative op or a rank-ordered tree. Forcing a tree algorithm where
+// the op and tree forbid it gets the flat one: a forced choice never changes a result.
+Algorithm select_barrier(const Tunables& tunables, const TreeShape& tree);
+Algorithm select_bcast(const Tunables& tunables, const TreeShape& tree, std::size_t bytes);
+Algorithm select_reduce(const Tunables& tunables, const TreeShape& tree, std::size_t bytes,
                         bool commutative);
-Algorithm select_allreduce(const Tunables& tunables, const topo::Tree& tree, std::size_t bytes,
+Algorithm select_allreduce(const Tunables& tunables, const TreeShape& tree, std::size_t bytes,
                            bool commutative);
 
 struct TunableInfo {

@@ -52,10 +52,6 @@ struct Tree {
 
   int size() const { return static_cast<int>(nodes.size()); }
   int depth() const { return static_cast<int>(levels.size()); }
-  // Levels that are topology levels: all but the bottom "rank" level of ranks sharing a core.
-  int topology_depth() const {
-    return depth() - (!levels.empty() && levels.back() == kSharedCoreLevel ? 1 : 0);
-  }
   static constexpr const char* kSharedCoreLevel = "rank";
   static constexpr int root() { return 0; }  // every leader is its group's lowest rank
 
