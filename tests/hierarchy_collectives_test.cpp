@@ -19,6 +19,7 @@ namespace {
 using shmcoll::Dtype;
 using shmcoll::Op;
 using shmcoll::coll::Algorithm;
+using shmcoll::testing::matrix_product;
 using shmcoll::testing::ScopedEnv;
 using shmcoll::testing::shared_block;
 
@@ -36,18 +37,6 @@ struct Shared {
       shared->failures.fetch_add(1);                                                             \
     }                                                                                            \
   } while (0)
-
-// 2x2 matrices of u64, four elements each: associative, not commutative.
-void matrix_product(const void* in, void* inout, std::size_t len, Dtype) {
-  const auto* a = static_cast<const std::uint64_t*>(in);
-  auto* b = static_cast<std::uint64_t*>(inout);
-  for (std::size_t m = 0; m + 4 <= len; m += 4) {
-    const std::uint64_t r[4] = {
-        a[m] * b[m] + a[m + 1] * b[m + 2], a[m] * b[m + 1] + a[m + 1] * b[m + 3],
-        a[m + 2] * b[m] + a[m + 3] * b[m + 2], a[m + 2] * b[m + 1] + a[m + 3] * b[m + 3]};
-    std::memcpy(b + m, r, sizeof(r));
-  }
-}
 
 std::uint64_t matrix_entry(int rank, std::size_t i) {
   return (i % 4 == 3) ? 1 : (i * 13 + static_cast<std::size_t>(rank) * 5 + 1) % 7;

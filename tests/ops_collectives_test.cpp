@@ -17,6 +17,8 @@ namespace {
 
 using shmcoll::Dtype;
 using shmcoll::Op;
+using shmcoll::testing::matrix_product;
+using shmcoll::testing::multiply_2x2;
 using shmcoll::testing::ScopedEnv;
 using shmcoll::testing::shared_block;
 
@@ -53,20 +55,6 @@ int check(shmcoll::Team& team, const char* what, std::size_t count, const Op& op
   team.reduce(send.get(), recv.get(), n, shmcoll::dtype_of<T>(), op, root);
   if (team.rank() == root) failures += verify("reduce");
   return failures;
-}
-
-// 2x2 matrices of u64, four elements each: associative, not commutative.
-void multiply(const std::uint64_t* a, const std::uint64_t* b, std::uint64_t* out) {
-  const std::uint64_t r[4] = {a[0] * b[0] + a[1] * b[2], a[0] * b[1] + a[1] * b[3],
-                              a[2] * b[0] + a[3] * b[2], a[2] * b[1] + a[3] * b[3]};
-  std::memcpy(out, r, sizeof(r));
-}
-
-void matrix_product(const void* in, void* inout, std::size_t len, Dtype) {
-  auto* b = static_cast<std::uint64_t*>(inout);
-  for (std::size_t m = 0; m + 4 <= len; m += 4) {
-    multiply(static_cast<const std::uint64_t*>(in) + m, b + m, b + m);
-  }
 }
 
 std::uint64_t matrix_entry(int rank, std::size_t i) {
@@ -149,7 +137,7 @@ int every_operator(shmcoll::Team& team) {
                                          const std::uint64_t x[4] = {
                                              matrix_entry(r, m), matrix_entry(r, m + 1),
                                              matrix_entry(r, m + 2), matrix_entry(r, m + 3)};
-                                         multiply(acc, x, acc);
+                                         multiply_2x2(acc, x, acc);
                                        }
                                        return got == acc[i % 4];
                                      });

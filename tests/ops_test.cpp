@@ -13,6 +13,7 @@
 
 #include "ops/reduce.hpp"
 #include "shmcoll/shmcoll.hpp"
+#include "test_support.hpp"
 
 namespace {
 
@@ -367,18 +368,12 @@ TEST(Ops, UndefinedPairsAreRejectedBeforeAnyDataMoves) {
   }
 }
 
-// 2x2 matrices of u64 (four elements each), multiplied: associative, not commutative.
+// The shared 2x2 matrix product, checking what the kernel hands a user operation: the type and
+// whole matrices.
 void matrix_product(const void* in, void* inout, std::size_t len, Dtype dtype) {
   ASSERT_EQ(dtype, Dtype::u64);
   ASSERT_EQ(len % 4, 0u);
-  const auto* a = static_cast<const std::uint64_t*>(in);
-  auto* b = static_cast<std::uint64_t*>(inout);
-  for (std::size_t m = 0; m < len; m += 4) {
-    const std::uint64_t r[4] = {
-        a[m] * b[m] + a[m + 1] * b[m + 2], a[m] * b[m + 1] + a[m + 1] * b[m + 3],
-        a[m + 2] * b[m] + a[m + 3] * b[m + 2], a[m + 2] * b[m + 1] + a[m + 3] * b[m + 3]};
-    std::copy(r, r + 4, b + m);
-  }
+  shmcoll::testing::matrix_product(in, inout, len, dtype);
 }
 
 TEST(Ops, NonCommutativeUserOpKeepsInputOrderInTheKaryForm) {
@@ -406,11 +401,7 @@ TEST(Ops, NonCommutativeUserOpKeepsInputOrderInTheKaryForm) {
     for (std::size_t m = 0; m < kMatrices; m += 97) {
       std::uint64_t want[4] = {1, 0, 0, 1};  // in[0] * in[1] * ... * in[k-1], left to right
       for (int k = 0; k < kInputs; ++k) {
-        const std::uint64_t* b = &data[k][4 * m];
-        const std::uint64_t r[4] = {
-            want[0] * b[0] + want[1] * b[2], want[0] * b[1] + want[1] * b[3],
-            want[2] * b[0] + want[3] * b[2], want[2] * b[1] + want[3] * b[3]};
-        std::copy(r, r + 4, want);
+        shmcoll::testing::multiply_2x2(want, &data[k][4 * m], want);
       }
       ASSERT_TRUE(std::equal(want, want + 4, out + 4 * m)) << "matrix " << m << " alias " << alias;
     }

@@ -7,10 +7,28 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <set>
 #include <string>
 
+#include "shmcoll/shmcoll.hpp"
+
 namespace shmcoll::testing {
+
+// 2x2 matrices of u64, four elements each: out = a x b (out may be a or b). Associative, not
+// commutative: the user operation the tests check rank order with.
+inline void multiply_2x2(const std::uint64_t* a, const std::uint64_t* b, std::uint64_t* out) {
+  const std::uint64_t r[4] = {a[0] * b[0] + a[1] * b[2], a[0] * b[1] + a[1] * b[3],
+                              a[2] * b[0] + a[3] * b[2], a[2] * b[1] + a[3] * b[3]};
+  std::memcpy(out, r, sizeof(r));
+}
+
+// MPI_User_function's shape: inout = in x inout, matrix by matrix.
+inline void matrix_product(const void* in, void* inout, std::size_t len, Dtype) {
+  const auto* a = static_cast<const std::uint64_t*>(in);
+  auto* b = static_cast<std::uint64_t*>(inout);
+  for (std::size_t m = 0; m + 4 <= len; m += 4) multiply_2x2(a + m, b + m, b + m);
+}
 
 // Memory every forked rank shares with the test process (created before shmcoll::run forks).
 template <typename T>

@@ -30,14 +30,10 @@ struct TeamState {
   TeamState(shm::Segment segment, std::uint32_t rank, const coll::Tunables& tunables_in,
             const RankSetup& setup)
       : tunables(tunables_in),
-        location(setup.location),
-        placement(setup.placement),
         rounds(place_area(std::move(segment), rank, setup), rank, wait_policy(tunables_in)),
-        tree(join_and_build_tree(rounds, location, tunables)),
+        tree(join_and_build_tree(rounds, setup.location, tunables)),
         context(rounds, tunables, tree) {}
   coll::Tunables tunables;
-  topo::Location location;
-  Placement placement;
   shm::Rounds rounds;
   topo::Tree tree;
   coll::Context context;

@@ -80,8 +80,4 @@ MapBy map_by_from_name(std::string_view name) {
   fail(Errc::invalid_argument, "map-by \"", name, "\" must be core, package or numa");
 }
 
-const char* binding_name(Binding binding) {
-  return binding == Binding::core ? "core" : "none";
-}
-
 }  // namespace shmcoll::topo

@@ -20,6 +20,5 @@ std::vector<int> map_ranks(const Topology& topology, int ranks, MapBy policy);
 const char* map_by_name(MapBy policy);
 // "core", "package" or "numa" (command lines check the choice); anything else is an error.
 MapBy map_by_from_name(std::string_view name);
-const char* binding_name(Binding binding);
 
 }  // namespace shmcoll::topo
