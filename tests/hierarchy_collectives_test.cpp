@@ -122,10 +122,7 @@ TEST_P(TreeCollectives, MatchReferencesWithEightOversubscribedRanks) {
   const Case& c = GetParam();
   // At 8 ranks the cost model prefers the flat algorithms; force the tree ones (they still give
   // way to flat for a non-commutative op on a tree that is not rank-ordered).
-  ScopedEnv barrier("SHMCOLL_BARRIER_ALGORITHM", "barrier_tree");
-  ScopedEnv bcast("SHMCOLL_BCAST_ALGORITHM", "bcast_tree");
-  ScopedEnv reduce("SHMCOLL_REDUCE_ALGORITHM", "reduce_tree");
-  ScopedEnv allreduce("SHMCOLL_ALLREDUCE_ALGORITHM", "allreduce_tree");
+  const shmcoll::testing::ForceTreeAlgorithms force_tree;
   auto* shared = shared_block<Shared>();
   shmcoll::Options options;
   options.bind = shmcoll::Binding::core;
@@ -191,10 +188,7 @@ TEST(TreeCollectives, SelectionTakesTheTreeOnlyWhereItPaysAndIsExact) {
 
 // Forcing the tree algorithms on this machine's own (flat or shallow) tree, unbound, at odd sizes.
 TEST(TreeCollectives, ForcedTreeAlgorithmsOnThisMachine) {
-  ScopedEnv barrier("SHMCOLL_BARRIER_ALGORITHM", "barrier_tree");
-  ScopedEnv bcast("SHMCOLL_BCAST_ALGORITHM", "bcast_tree");
-  ScopedEnv reduce("SHMCOLL_REDUCE_ALGORITHM", "reduce_tree");
-  ScopedEnv allreduce("SHMCOLL_ALLREDUCE_ALGORITHM", "allreduce_tree");
+  const shmcoll::testing::ForceTreeAlgorithms force_tree;
   ScopedEnv hierarchy("SHMCOLL_HIERARCHY", "core:2");
   for (int p : {1, 2, 3, 5}) {
     auto* shared = shared_block<Shared>();

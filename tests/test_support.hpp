@@ -71,4 +71,13 @@ class ScopedEnv {
   bool had_ = false;
 };
 
+// Forces the tree algorithms (the cost model picks them only from about 64 ranks); they still
+// give way to flat ones where they would change a result.
+struct ForceTreeAlgorithms {
+  ScopedEnv barrier{"SHMCOLL_BARRIER_ALGORITHM", "barrier_tree"};
+  ScopedEnv bcast{"SHMCOLL_BCAST_ALGORITHM", "bcast_tree"};
+  ScopedEnv reduce{"SHMCOLL_REDUCE_ALGORITHM", "reduce_tree"};
+  ScopedEnv allreduce{"SHMCOLL_ALLREDUCE_ALGORITHM", "allreduce_tree"};
+};
+
 }  // namespace shmcoll::testing

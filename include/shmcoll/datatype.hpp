@@ -58,6 +58,12 @@ class Datatype {
   // count * size() bytes.
   std::size_t pack(const void* buffer, std::int64_t count, void* packed) const;
   std::size_t unpack(const void* packed, std::int64_t count, void* buffer) const;
+  // The same for the packed bytes [offset, offset + bytes) only, so a long message can move in
+  // pieces; each returns the bytes copied (fewer when the packed data ends inside the window).
+  std::size_t pack_range(const void* buffer, std::int64_t count, std::size_t offset,
+                         std::size_t bytes, void* packed) const;
+  std::size_t unpack_range(const void* packed, std::int64_t count, std::size_t offset,
+                           std::size_t bytes, void* buffer) const;
 
   struct Node;  // the description, defined in src/ops/datatype.cpp
 

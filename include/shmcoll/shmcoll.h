@@ -75,7 +75,7 @@ typedef void shmcoll_user_function(void* invec, void* inoutvec, int* len, shmcol
 typedef enum shmcoll_binding { SHMCOLL_BIND_NONE, SHMCOLL_BIND_CORE } shmcoll_binding;
 
 /* Same value as shmcoll::in_place. */
-#define SHMCOLL_IN_PLACE ((const void*)1)
+#define SHMCOLL_IN_PLACE ((void*)1)
 
 typedef struct shmcoll_team shmcoll_team;
 

@@ -44,8 +44,9 @@ class Error : public std::runtime_error {
   Errc code_;
 };
 
-// Pass as the send buffer to take the input from the receive buffer (MPI_IN_PLACE).
-inline const void* const in_place = reinterpret_cast<const void*>(std::uintptr_t{1});
+// MPI_IN_PLACE: as a send buffer, the input comes from the receive buffer; as scatter's receive
+// buffer at the root, the root's block stays in its send buffer.
+inline void* const in_place = reinterpret_cast<void*>(std::uintptr_t{1});
 
 // Whether ranks are bound to cores (shmcoll-run --bind-to).
 enum class Binding { none, core };
@@ -109,6 +110,48 @@ class Team {
               int root);
   // sendbuf == in_place takes every rank's input from recvbuf.
   void allreduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype dtype, const Op& op);
+
+  // Each rank gets its block of the reduction: blocks of recvcounts[i] elements follow each other
+  // in rank order. In place, the whole input comes from recvbuf and the result replaces its start.
+  void reduce_scatter(const void* sendbuf, void* recvbuf, std::span<const std::int64_t> recvcounts,
+                      Dtype dtype, const Op& op);
+  void reduce_scatter_block(const void* sendbuf, void* recvbuf, std::int64_t recvcount, Dtype dtype,
+                            const Op& op);
+  // Inclusive and exclusive prefix reductions in rank order (in place: input from recvbuf).
+  // exscan leaves rank 0's recvbuf untouched.
+  void scan(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype dtype, const Op& op);
+  void exscan(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype dtype, const Op& op);
+
+  // Data movement, with MPI's arguments and rules (../shared/spec). Types may be derived
+  // datatypes; a Dtype converts to one. Displacements are in extents of the type, except
+  // alltoallw's, which are in bytes. Where the standard makes an argument insignificant (the
+  // send side of scatter off the root, say), it is not read. In place: scatter(v) recvbuf at the
+  // root; gather(v) sendbuf at the root; allgather(v) and alltoall(v/w) sendbuf, on every rank.
+  void scatter(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype, void* recvbuf,
+               std::int64_t recvcount, const Datatype& recvtype, int root);
+  void scatterv(const void* sendbuf, std::span<const std::int64_t> sendcounts,
+                std::span<const std::int64_t> displs, const Datatype& sendtype, void* recvbuf,
+                std::int64_t recvcount, const Datatype& recvtype, int root);
+  void gather(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype, void* recvbuf,
+              std::int64_t recvcount, const Datatype& recvtype, int root);
+  void gatherv(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype, void* recvbuf,
+               std::span<const std::int64_t> recvcounts, std::span<const std::int64_t> displs,
+               const Datatype& recvtype, int root);
+  void allgather(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
+                 void* recvbuf, std::int64_t recvcount, const Datatype& recvtype);
+  void allgatherv(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
+                  void* recvbuf, std::span<const std::int64_t> recvcounts,
+                  std::span<const std::int64_t> displs, const Datatype& recvtype);
+  void alltoall(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
+                void* recvbuf, std::int64_t recvcount, const Datatype& recvtype);
+  void alltoallv(const void* sendbuf, std::span<const std::int64_t> sendcounts,
+                 std::span<const std::int64_t> sdispls, const Datatype& sendtype, void* recvbuf,
+                 std::span<const std::int64_t> recvcounts, std::span<const std::int64_t> rdispls,
+                 const Datatype& recvtype);
+  void alltoallw(const void* sendbuf, std::span<const std::int64_t> sendcounts,
+                 std::span<const std::int64_t> sdispls, std::span<const Datatype> sendtypes,
+                 void* recvbuf, std::span<const std::int64_t> recvcounts,
+                 std::span<const std::int64_t> rdispls, std::span<const Datatype> recvtypes);
 
   template <typename T>
   void allreduce(std::span<const T> send, std::span<T> recv, const Op& op) {

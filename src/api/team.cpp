@@ -1,68 +1,9 @@
 // The public Team: argument checks (before any data moves), then the collective algorithm.
-#include <cstdint>
-#include <limits>
-
-#include "api/team_state.hpp"
-#include "ops/reduce.hpp"
-#include "util/fail.hpp"
+#include "api/checks.hpp"
 
 namespace shmcoll {
 
-namespace {
-
-struct Call {
-  const char* name;
-  const detail::TeamState& state;
-};
-
-template <typename... Parts>
-[[noreturn]] void reject(const Call& call, Parts&&... parts) {
-  fail(Errc::invalid_argument, call.name, " on rank ", call.state.rounds.rank(), ": ",
-       std::forward<Parts>(parts)...);
-}
-
-void check_dtype(const Call& call, Dtype dtype) {
-  if (!is_valid_dtype(dtype)) {
-    reject(call, "dtype ", static_cast<int>(dtype), " is not a shmcoll::Dtype");
-  }
-}
-
-void check_op(const Call& call, const Op& op, Dtype dtype) {
-  if (op_defined_on(op, dtype)) return;  // the fast path builds no string
-  reject(call, ops::op_undefined_reason(op, dtype));
-}
-
-// Returns count * size of dtype, after rejecting negative and overflowing counts.
-std::size_t checked_bytes(const Call& call, std::int64_t count, Dtype dtype) {
-  check_dtype(call, dtype);
-  if (count < 0) reject(call, "count must be non-negative, got ", count);
-  const std::size_t element_bytes = dtype_size(dtype);
-  if (static_cast<std::uint64_t>(count) >
-      std::numeric_limits<std::size_t>::max() / 2 / element_bytes) {
-    reject(call, "count ", count, " of ", dtype_name(dtype), " overflows the addressable bytes");
-  }
-  return static_cast<std::size_t>(count) * element_bytes;
-}
-
-void check_root(const Call& call, int root) {
-  const int size = static_cast<int>(call.state.rounds.size());
-  if (root < 0 || root >= size) reject(call, "root ", root, " is out of range [0, ", size, ")");
-}
-
-void check_buffer(const Call& call, const char* name, const void* buffer, std::size_t bytes) {
-  if (buffer == in_place) reject(call, name, " is in_place, which is not allowed here");
-  if (bytes > 0 && buffer == nullptr) reject(call, name, " is null with ", bytes, " bytes to move");
-}
-
-void check_no_overlap(const Call& call, const void* send, const void* recv, std::size_t bytes) {
-  const auto a = reinterpret_cast<std::uintptr_t>(send);
-  const auto b = reinterpret_cast<std::uintptr_t>(recv);
-  if (bytes > 0 && a < b + bytes && b < a + bytes) {
-    reject(call, "sendbuf and recvbuf overlap; pass shmcoll::in_place as sendbuf instead");
-  }
-}
-
-}  // namespace
+using namespace detail;
 
 Team::Team(std::unique_ptr<detail::TeamState> state) : state_(std::move(state)) {}
 Team::Team(Team&&) noexcept = default;
@@ -121,14 +62,81 @@ void Team::allreduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dty
   const Call call{"allreduce", *state_};
   const std::size_t bytes = checked_bytes(call, count, dtype);
   check_op(call, op, dtype);
-  check_buffer(call, "recvbuf", recvbuf, bytes);
-  if (sendbuf == in_place) {
+  sendbuf = input_buffer(call, sendbuf, recvbuf, bytes);
+  coll::allreduce(state_->context, sendbuf, recvbuf, static_cast<std::size_t>(count), dtype, op);
+}
+
+namespace {
+
+// reduce_scatter's buffers, once `counts` has been checked: in place the input is recvbuf.
+void run_reduce_scatter(const Call& call, const void* sendbuf, void* recvbuf,
+                        std::span<const std::int64_t> counts, Dtype dtype, const Op& op,
+                        TeamState& state) {
+  check_op(call, op, dtype);
+  std::size_t total = 0;
+  for (std::int64_t count : counts) total += static_cast<std::size_t>(count);
+  const std::size_t element_bytes = dtype_size(dtype);
+  const std::size_t mine = static_cast<std::size_t>(counts[state.rounds.rank()]) * element_bytes;
+  const bool in_place_send = sendbuf == in_place;
+  if (in_place_send) {
+    check_buffer(call, "recvbuf", recvbuf, total * element_bytes);
     sendbuf = recvbuf;
   } else {
-    check_buffer(call, "sendbuf", sendbuf, bytes);
-    check_no_overlap(call, sendbuf, recvbuf, bytes);
+    check_buffer(call, "sendbuf", sendbuf, total * element_bytes);
+    check_buffer(call, "recvbuf", recvbuf, mine);
+    check_no_overlap(call, sendbuf, recvbuf, std::min(total * element_bytes, mine));
   }
-  coll::allreduce(state_->context, sendbuf, recvbuf, static_cast<std::size_t>(count), dtype, op);
+  coll::reduce_scatter(state.context, sendbuf, recvbuf, counts, dtype, op, in_place_send);
+}
+
+void run_scan(const Call& call, const void* sendbuf, void* recvbuf, std::int64_t count, Dtype dtype,
+              const Op& op, bool exclusive, TeamState& state) {
+  const std::size_t bytes = checked_bytes(call, count, dtype);
+  check_op(call, op, dtype);
+  sendbuf = input_buffer(call, sendbuf, recvbuf, bytes);
+  coll::scan(state.context, sendbuf, recvbuf, static_cast<std::size_t>(count), dtype, op,
+             exclusive);
+}
+
+}  // namespace
+
+void Team::reduce_scatter(const void* sendbuf, void* recvbuf,
+                          std::span<const std::int64_t> recvcounts, Dtype dtype, const Op& op) {
+  const Call call{"reduce_scatter", *state_};
+  check_per_rank(call, "recvcounts", recvcounts);
+  for (std::size_t rank = 0; rank < recvcounts.size(); ++rank) {
+    if (recvcounts[rank] < 0) {
+      reject(call, "recvcounts[", rank, "] must be non-negative, got ", recvcounts[rank]);
+    }
+  }
+  std::int64_t total = 0;
+  for (std::int64_t count : recvcounts) {
+    if (__builtin_add_overflow(total, count, &total)) reject(call, "recvcounts overflow in sum");
+  }
+  checked_bytes(call, total, dtype);
+  run_reduce_scatter(call, sendbuf, recvbuf, recvcounts, dtype, op, *state_);
+}
+
+void Team::reduce_scatter_block(const void* sendbuf, void* recvbuf, std::int64_t recvcount,
+                                Dtype dtype, const Op& op) {
+  const Call call{"reduce_scatter_block", *state_};
+  checked_bytes(call, recvcount, dtype);
+  std::int64_t total = 0;
+  if (__builtin_mul_overflow(recvcount, std::int64_t(size()), &total)) {
+    reject(call, "recvcount ", recvcount, " times the team size overflows");
+  }
+  checked_bytes(call, total, dtype);
+  std::fill(state_->equal_counts.begin(), state_->equal_counts.end(), recvcount);
+  run_reduce_scatter(call, sendbuf, recvbuf, state_->equal_counts, dtype, op, *state_);
+}
+
+void Team::scan(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype dtype, const Op& op) {
+  run_scan({"scan", *state_}, sendbuf, recvbuf, count, dtype, op, false, *state_);
+}
+
+void Team::exscan(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype dtype,
+                  const Op& op) {
+  run_scan({"exscan", *state_}, sendbuf, recvbuf, count, dtype, op, true, *state_);
 }
 
 }  // namespace shmcoll

@@ -32,11 +32,13 @@ struct TeamState {
       : tunables(tunables_in),
         rounds(place_area(std::move(segment), rank, setup), rank, wait_policy(tunables_in)),
         tree(join_and_build_tree(rounds, setup.location, tunables)),
-        context(rounds, tunables, tree) {}
+        context(rounds, tunables, tree),
+        equal_counts(rounds.size()) {}
   coll::Tunables tunables;
   shm::Rounds rounds;
   topo::Tree tree;
   coll::Context context;
+  std::vector<std::int64_t> equal_counts;  // reduce_scatter_block's counts, sized once
 };
 
 struct TeamAccess {

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <vector>
 
+#include "coll/blocks.hpp"
 #include "coll/tunables.hpp"
 #include "shm/rounds.hpp"
 #include "shmcoll/shmcoll.hpp"
@@ -18,12 +20,15 @@ struct Context {
         tunables(tunables_in),
         tree(tree_in),
         tree_shape(TreeShape::of(tree_in)),
-        inputs(rounds_in.size()) {}
+        inputs(rounds_in.size()),
+        offsets(rounds_in.size()) {}
   shm::Rounds& rounds;
   const Tunables& tunables;
   const topo::Tree& tree;
   TreeShape tree_shape;
-  std::vector<const void*> inputs;  // one per rank, sized once so collectives never allocate
+  // One entry per rank, sized once so collectives never allocate.
+  std::vector<const void*> inputs;
+  std::vector<std::size_t> offsets;
 };
 
 void barrier(Context& ctx);
@@ -32,5 +37,22 @@ void reduce(Context& ctx, const void* send, void* recv, std::size_t count, Dtype
             const Op& op, int root);
 void allreduce(Context& ctx, const void* send, void* recv, std::size_t count, Dtype dtype,
                const Op& op);
+// recv[0, counts[me]) = the reduction of every rank's elements [offset of me, + counts[me]) of
+// send, where blocks follow each other in rank order. In place, send is the receive buffer.
+void reduce_scatter(Context& ctx, const void* send, void* recv,
+                    std::span<const std::int64_t> counts, Dtype dtype, const Op& op, bool in_place);
+// Inclusive (exclusive == false) or exclusive prefix reduction in rank order; an exclusive scan
+// leaves rank 0's recv untouched.
+void scan(Context& ctx, const void* send, void* recv, std::size_t count, Dtype dtype, const Op& op,
+          bool exclusive);
+
+// Data movement. `varying`: v or w layouts, so no rank knows every block length by itself.
+// Blocks that the standard makes insignificant (or in-place ones) arrive with count 0.
+void scatter(Context& ctx, const Layout& send, const Block& recv, int root, bool varying);
+void gather(Context& ctx, const Block& send, const Layout& recv, int root, bool varying);
+// In place: my block is already in recv.block(me).
+void allgather(Context& ctx, const Block& send, const Layout& recv, bool in_place, bool varying);
+// In place: send is recv.
+void alltoall(Context& ctx, const Layout& send, const Layout& recv, bool in_place, bool varying);
 
 }  // namespace shmcoll::coll

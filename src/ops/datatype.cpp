@@ -5,6 +5,7 @@
 #include "shmcoll/datatype.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -175,11 +176,7 @@ std::shared_ptr<const Node> make_listed(const char* call,
   return builder.finish(pad_to_alignment);
 }
 
-std::shared_ptr<const Node> make_leaf(Dtype dtype) {
-  if (!is_valid_dtype(dtype)) {
-    fail(Errc::invalid_argument, "Datatype: dtype ", static_cast<int>(dtype),
-         " is not a shmcoll::Dtype");
-  }
+std::shared_ptr<const Node> build_leaf(Dtype dtype) {
   Node node;
   node.size = dtype_size(dtype);
   node.ub = node.true_ub = static_cast<std::int64_t>(node.size);
@@ -187,6 +184,21 @@ std::shared_ptr<const Node> make_leaf(Dtype dtype) {
   node.element_type = dtype;
   node.element_count = 1;
   return std::make_shared<const Node>(std::move(node));
+}
+
+// One shared leaf per element type, so passing a Dtype where a Datatype is expected (as every
+// collective call does) never allocates.
+const std::shared_ptr<const Node>& make_leaf(Dtype dtype) {
+  static const auto leaves = [] {
+    std::array<std::shared_ptr<const Node>, kDtypeCount> all;
+    for (int d = 0; d < kDtypeCount; ++d) all[d] = build_leaf(static_cast<Dtype>(d));
+    return all;
+  }();
+  if (!is_valid_dtype(dtype)) {
+    fail(Errc::invalid_argument, "Datatype: dtype ", static_cast<int>(dtype),
+         " is not a shmcoll::Dtype");
+  }
+  return leaves[static_cast<std::size_t>(dtype)];
 }
 
 // Calls copy(address, bytes) for each run of data of one element at `base`, in typemap order.
@@ -215,6 +227,34 @@ void for_each_element_run(const char* call, const Node& node, const void* buffer
   const auto* base = static_cast<const char*>(buffer);
   if (node.contiguous()) return copy(base + node.lb, node.size * std::size_t(count));
   for (std::int64_t i = 0; i < count; ++i) for_each_run(node, base + i * node.extent(), copy);
+}
+
+// As for_each_element_run, but only for the packed bytes [offset, offset + bytes): whole
+// elements before the window are skipped, runs are clipped to it. Returns the bytes visited.
+template <typename Copy>
+std::size_t for_each_run_in_window(const char* call, const Node& node, const void* buffer,
+                                   std::int64_t count, std::size_t offset, std::size_t bytes,
+                                   Copy& copy) {
+  check_count(call, "count", count);
+  const std::size_t total = node.size * std::size_t(count);
+  const std::size_t end = offset + std::min(bytes, total - std::min(offset, total));
+  if (offset >= end) return 0;
+  const auto* base = static_cast<const char*>(buffer);
+  if (node.contiguous()) {
+    copy(base + node.lb + offset, end - offset);
+    return end - offset;
+  }
+  std::size_t position = offset / node.size * node.size;
+  auto clipped = [&](const char* from, std::size_t run_bytes) {
+    const std::size_t lo = std::max(position, offset);
+    const std::size_t hi = std::min(position + run_bytes, end);
+    if (lo < hi) copy(from + (lo - position), hi - lo);
+    position += run_bytes;
+  };
+  for (auto i = std::int64_t(offset / node.size); position < end; ++i) {
+    for_each_run(node, base + i * node.extent(), clipped);
+  }
+  return end - offset;
 }
 
 }  // namespace
@@ -318,6 +358,27 @@ std::size_t Datatype::pack(const void* buffer, std::int64_t count, void* packed)
   };
   for_each_element_run("Datatype::pack", *node_, buffer, count, copy);
   return static_cast<std::size_t>(out - static_cast<char*>(packed));
+}
+
+std::size_t Datatype::pack_range(const void* buffer, std::int64_t count, std::size_t offset,
+                                 std::size_t bytes, void* packed) const {
+  auto* out = static_cast<char*>(packed);
+  auto copy = [&out](const char* from, std::size_t n) {
+    std::memcpy(out, from, n);
+    out += n;
+  };
+  return for_each_run_in_window("Datatype::pack_range", *node_, buffer, count, offset, bytes, copy);
+}
+
+std::size_t Datatype::unpack_range(const void* packed, std::int64_t count, std::size_t offset,
+                                   std::size_t bytes, void* buffer) const {
+  const auto* in = static_cast<const char*>(packed);
+  auto copy = [&in](const char* to, std::size_t n) {
+    std::memcpy(const_cast<char*>(to), in, n);
+    in += n;
+  };
+  return for_each_run_in_window("Datatype::unpack_range", *node_, buffer, count, offset, bytes,
+                                copy);
 }
 
 std::size_t Datatype::unpack(const void* packed, std::int64_t count, void* buffer) const {

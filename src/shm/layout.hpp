@@ -35,6 +35,7 @@ namespace shmcoll::shm {
 
 inline constexpr std::size_t kLinePair = 128;  // adjacent-line prefetch makes 64 B lines act as 128
 inline constexpr std::size_t kPageBytes = 4096;
+inline constexpr std::size_t kLineBytes = 64;
 inline constexpr std::uint64_t kMagic = 0x4c4f43434d4853ull;  // "SHMCCOL"
 inline constexpr std::uint32_t kLayoutVersion = 3;
 

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -19,7 +20,9 @@ SegmentLayout SegmentLayout::compute(std::uint32_t team_size, std::size_t slot_b
   auto round_up = [](std::size_t bytes, std::size_t to) { return (bytes + to - 1) / to * to; };
   SegmentLayout layout;
   layout.team_size = team_size;
-  layout.slot_bytes = round_up(slot_bytes == 0 ? kPageBytes : slot_bytes, kPageBytes);
+  // A slot holds at least one cache line per rank: exchanges split it into per-rank regions.
+  const std::size_t smallest = std::max<std::size_t>(kLineBytes * team_size, 1);
+  layout.slot_bytes = round_up(std::max(slot_bytes, smallest), kPageBytes);
   layout.profiles_offset = kPageBytes;
   layout.areas_offset =
       round_up(layout.profiles_offset + team_size * sizeof(RankProfile), kPageBytes);

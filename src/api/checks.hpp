@@ -1,0 +1,128 @@
+// Argument checks shared by the Team's collectives: each failure is an invalid_argument error
+// that names the call, the rank and the argument, raised before any data moves.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <span>
+
+#include "api/team_state.hpp"
+#include "ops/reduce.hpp"
+#include "util/fail.hpp"
+
+namespace shmcoll::detail {
+
+struct Call {
+  const char* name;
+  const detail::TeamState& state;
+};
+
+template <typename... Parts>
+[[noreturn]] void reject(const Call& call, Parts&&... parts) {
+  fail(Errc::invalid_argument, call.name, " on rank ", call.state.rounds.rank(), ": ",
+       std::forward<Parts>(parts)...);
+}
+
+inline void check_dtype(const Call& call, Dtype dtype) {
+  if (!is_valid_dtype(dtype)) {
+    reject(call, "dtype ", static_cast<int>(dtype), " is not a shmcoll::Dtype");
+  }
+}
+
+inline void check_op(const Call& call, const Op& op, Dtype dtype) {
+  if (op_defined_on(op, dtype)) return;  // the fast path builds no string
+  reject(call, ops::op_undefined_reason(op, dtype));
+}
+
+// Returns count * size of dtype, after rejecting negative and overflowing counts.
+inline std::size_t checked_bytes(const Call& call, std::int64_t count, Dtype dtype) {
+  check_dtype(call, dtype);
+  if (count < 0) reject(call, "count must be non-negative, got ", count);
+  const std::size_t element_bytes = dtype_size(dtype);
+  if (static_cast<std::uint64_t>(count) >
+      std::numeric_limits<std::size_t>::max() / 2 / element_bytes) {
+    reject(call, "count ", count, " of ", dtype_name(dtype), " overflows the addressable bytes");
+  }
+  return static_cast<std::size_t>(count) * element_bytes;
+}
+
+inline void check_root(const Call& call, int root) {
+  const int size = static_cast<int>(call.state.rounds.size());
+  if (root < 0 || root >= size) reject(call, "root ", root, " is out of range [0, ", size, ")");
+}
+
+inline void check_buffer(const Call& call, const char* name, const void* buffer,
+                         std::size_t bytes) {
+  if (buffer == in_place) reject(call, name, " is in_place, which is not allowed here");
+  if (bytes > 0 && buffer == nullptr) reject(call, name, " is null with ", bytes, " bytes to move");
+}
+
+inline void check_no_overlap(const Call& call, const void* send, const void* recv,
+                             std::size_t bytes) {
+  const auto a = reinterpret_cast<std::uintptr_t>(send);
+  const auto b = reinterpret_cast<std::uintptr_t>(recv);
+  if (bytes > 0 && a < b + bytes && b < a + bytes) {
+    reject(call, "sendbuf and recvbuf overlap; pass shmcoll::in_place as sendbuf instead");
+  }
+}
+
+// The send buffer of a reduction whose input may be in place: recvbuf when it is, else sendbuf,
+// which must then not overlap recvbuf.
+inline const void* input_buffer(const Call& call, const void* sendbuf, void* recvbuf,
+                                std::size_t bytes) {
+  check_buffer(call, "recvbuf", recvbuf, bytes);
+  if (sendbuf == in_place) return recvbuf;
+  check_buffer(call, "sendbuf", sendbuf, bytes);
+  check_no_overlap(call, sendbuf, recvbuf, bytes);
+  return sendbuf;
+}
+
+// Bytes of `count` elements of a (derived) datatype, after rejecting negative and overflowing
+// counts; `name` is the count's argument name.
+inline std::size_t checked_bytes(const Call& call, const char* name, std::int64_t count,
+                                 const Datatype& type) {
+  if (count < 0) reject(call, name, " must be non-negative, got ", count);
+  if (type.size() != 0 && static_cast<std::uint64_t>(count) >
+                              std::numeric_limits<std::size_t>::max() / 2 / type.size()) {
+    reject(call, name, " ", count, " overflows the addressable bytes");
+  }
+  return static_cast<std::size_t>(count) * type.size();
+}
+
+// A typed buffer: null is allowed only with a non-contiguous derived type (MPI_BOTTOM with
+// absolute displacements); in_place only where the caller has already handled it.
+inline void check_typed_buffer(const Call& call, const char* name, const void* buffer,
+                               std::size_t bytes, const Datatype& type) {
+  if (buffer == in_place) reject(call, name, " is in_place, which is not allowed here");
+  if (bytes > 0 && buffer == nullptr && type.is_contiguous()) {
+    reject(call, name, " is null with ", bytes, " bytes to move");
+  }
+}
+
+// A per-rank array (counts, displacements or types) must have one entry per rank.
+template <typename T>
+void check_per_rank(const Call& call, const char* name, std::span<const T> values) {
+  const std::size_t size = call.state.rounds.size();
+  if (values.size() != size) {
+    reject(call, name, " has ", values.size(), " entries but the team has ", size, " ranks");
+  }
+}
+
+// Per-rank counts and displacements of a v or w layout (`types` empty: every block of `type`).
+inline void check_layout(const Call& call, const char* buffer_name, const void* buffer,
+                         const char* counts_name, std::span<const std::int64_t> counts,
+                         const char* displs_name, std::span<const std::int64_t> displs,
+                         const Datatype* type, std::span<const Datatype> types = {}) {
+  check_per_rank(call, counts_name, counts);
+  check_per_rank(call, displs_name, displs);
+  for (std::size_t rank = 0; rank < counts.size(); ++rank) {
+    const Datatype& block_type = type ? *type : types[rank];
+    if (counts[rank] < 0) {
+      reject(call, counts_name, "[", rank, "] must be non-negative, got ", counts[rank]);
+    }
+    check_typed_buffer(call, buffer_name, buffer,
+                       checked_bytes(call, counts_name, counts[rank], block_type), block_type);
+  }
+}
+
+}  // namespace shmcoll::detail

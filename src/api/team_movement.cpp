@@ -1,0 +1,177 @@
+// The Team's data-movement collectives: argument checks and in-place rules (MPI's, see
+// ../shared/spec), then the exchange engine (coll/exchange.hpp) through coll::scatter, gather,
+// allgather and alltoall.
+#include "api/checks.hpp"
+
+namespace shmcoll {
+
+using namespace detail;
+
+namespace {
+
+// The block a rank sends or receives with a regular count.
+coll::Block checked_block(const Call& call, const char* buffer_name, const void* buffer,
+                          const char* count_name, std::int64_t count, const Datatype& type) {
+  check_typed_buffer(call, buffer_name, buffer, checked_bytes(call, count_name, count, type), type);
+  return coll::block_at(buffer, 0, count, type);
+}
+
+// A buffer of one regular block per rank.
+coll::Layout checked_regular(const Call& call, const char* buffer_name, const void* buffer,
+                             const char* count_name, std::int64_t count, const Datatype& type) {
+  checked_block(call, buffer_name, buffer, count_name, count, type);
+  return coll::Layout::regular(buffer, count, type);
+}
+
+coll::Layout checked_v(const Call& call, const char* buffer_name, const void* buffer,
+                       const char* counts_name, std::span<const std::int64_t> counts,
+                       const char* displs_name, std::span<const std::int64_t> displs,
+                       const Datatype& type) {
+  check_layout(call, buffer_name, buffer, counts_name, counts, displs_name, displs, &type);
+  return coll::Layout::v(buffer, counts, displs, type);
+}
+
+// Where the standard makes a rank's side of the call insignificant.
+const Datatype kByte{Dtype::byte};
+const coll::Layout kNoLayout = coll::Layout::regular(nullptr, 0, kByte);
+
+// The one block of a scatter receiver or gather contributor: empty when the root passes
+// in_place (its block stays where it is), which nobody else may.
+coll::Block root_block(const Call& call, const char* buffer_name, const void* buffer,
+                       const char* count_name, std::int64_t count, const Datatype& type,
+                       bool at_root, int root) {
+  if (buffer != in_place) return checked_block(call, buffer_name, buffer, count_name, count, type);
+  if (!at_root) {
+    reject(call, buffer_name, " is in_place, which only the root (", root, ") may pass");
+  }
+  return {};
+}
+
+}  // namespace
+
+void Team::scatter(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
+                   void* recvbuf, std::int64_t recvcount, const Datatype& recvtype, int root) {
+  const Call call{"scatter", *state_};
+  check_root(call, root);
+  const bool at_root = rank() == root;
+  const coll::Block recv =
+      root_block(call, "recvbuf", recvbuf, "recvcount", recvcount, recvtype, at_root, root);
+  const coll::Layout send =
+      at_root ? checked_regular(call, "sendbuf", sendbuf, "sendcount", sendcount, sendtype)
+              : kNoLayout;
+  coll::scatter(state_->context, send, recv, root, false);
+}
+
+void Team::scatterv(const void* sendbuf, std::span<const std::int64_t> sendcounts,
+                    std::span<const std::int64_t> displs, const Datatype& sendtype, void* recvbuf,
+                    std::int64_t recvcount, const Datatype& recvtype, int root) {
+  const Call call{"scatterv", *state_};
+  check_root(call, root);
+  const bool at_root = rank() == root;
+  const coll::Block recv =
+      root_block(call, "recvbuf", recvbuf, "recvcount", recvcount, recvtype, at_root, root);
+  const coll::Layout send = at_root ? checked_v(call, "sendbuf", sendbuf, "sendcounts", sendcounts,
+                                                "displs", displs, sendtype)
+                                    : kNoLayout;
+  coll::scatter(state_->context, send, recv, root, true);
+}
+
+void Team::gather(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
+                  void* recvbuf, std::int64_t recvcount, const Datatype& recvtype, int root) {
+  const Call call{"gather", *state_};
+  check_root(call, root);
+  const bool at_root = rank() == root;
+  const coll::Block send =
+      root_block(call, "sendbuf", sendbuf, "sendcount", sendcount, sendtype, at_root, root);
+  const coll::Layout recv =
+      at_root ? checked_regular(call, "recvbuf", recvbuf, "recvcount", recvcount, recvtype)
+              : kNoLayout;
+  coll::gather(state_->context, send, recv, root, false);
+}
+
+void Team::gatherv(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
+                   void* recvbuf, std::span<const std::int64_t> recvcounts,
+                   std::span<const std::int64_t> displs, const Datatype& recvtype, int root) {
+  const Call call{"gatherv", *state_};
+  check_root(call, root);
+  const bool at_root = rank() == root;
+  const coll::Block send =
+      root_block(call, "sendbuf", sendbuf, "sendcount", sendcount, sendtype, at_root, root);
+  const coll::Layout recv = at_root ? checked_v(call, "recvbuf", recvbuf, "recvcounts", recvcounts,
+                                                "displs", displs, recvtype)
+                                    : kNoLayout;
+  coll::gather(state_->context, send, recv, root, true);
+}
+
+void Team::allgather(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
+                     void* recvbuf, std::int64_t recvcount, const Datatype& recvtype) {
+  const Call call{"allgather", *state_};
+  const bool in_place_send = sendbuf == in_place;
+  const coll::Block send =
+      in_place_send ? coll::Block{}
+                    : checked_block(call, "sendbuf", sendbuf, "sendcount", sendcount, sendtype);
+  const coll::Layout recv =
+      checked_regular(call, "recvbuf", recvbuf, "recvcount", recvcount, recvtype);
+  coll::allgather(state_->context, send, recv, in_place_send, false);
+}
+
+void Team::allgatherv(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
+                      void* recvbuf, std::span<const std::int64_t> recvcounts,
+                      std::span<const std::int64_t> displs, const Datatype& recvtype) {
+  const Call call{"allgatherv", *state_};
+  const bool in_place_send = sendbuf == in_place;
+  const coll::Block send =
+      in_place_send ? coll::Block{}
+                    : checked_block(call, "sendbuf", sendbuf, "sendcount", sendcount, sendtype);
+  const coll::Layout recv =
+      checked_v(call, "recvbuf", recvbuf, "recvcounts", recvcounts, "displs", displs, recvtype);
+  coll::allgather(state_->context, send, recv, in_place_send, true);
+}
+
+void Team::alltoall(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
+                    void* recvbuf, std::int64_t recvcount, const Datatype& recvtype) {
+  const Call call{"alltoall", *state_};
+  const coll::Layout recv =
+      checked_regular(call, "recvbuf", recvbuf, "recvcount", recvcount, recvtype);
+  const bool in_place_send = sendbuf == in_place;
+  const coll::Layout send =
+      in_place_send ? recv
+                    : checked_regular(call, "sendbuf", sendbuf, "sendcount", sendcount, sendtype);
+  coll::alltoall(state_->context, send, recv, in_place_send, false);
+}
+
+void Team::alltoallv(const void* sendbuf, std::span<const std::int64_t> sendcounts,
+                     std::span<const std::int64_t> sdispls, const Datatype& sendtype, void* recvbuf,
+                     std::span<const std::int64_t> recvcounts,
+                     std::span<const std::int64_t> rdispls, const Datatype& recvtype) {
+  const Call call{"alltoallv", *state_};
+  const coll::Layout recv =
+      checked_v(call, "recvbuf", recvbuf, "recvcounts", recvcounts, "rdispls", rdispls, recvtype);
+  const bool in_place_send = sendbuf == in_place;
+  const coll::Layout send = in_place_send ? recv
+                                          : checked_v(call, "sendbuf", sendbuf, "sendcounts",
+                                                      sendcounts, "sdispls", sdispls, sendtype);
+  coll::alltoall(state_->context, send, recv, in_place_send, true);
+}
+
+void Team::alltoallw(const void* sendbuf, std::span<const std::int64_t> sendcounts,
+                     std::span<const std::int64_t> sdispls, std::span<const Datatype> sendtypes,
+                     void* recvbuf, std::span<const std::int64_t> recvcounts,
+                     std::span<const std::int64_t> rdispls, std::span<const Datatype> recvtypes) {
+  const Call call{"alltoallw", *state_};
+  check_per_rank(call, "recvtypes", recvtypes);
+  check_layout(call, "recvbuf", recvbuf, "recvcounts", recvcounts, "rdispls", rdispls, nullptr,
+               recvtypes);
+  const coll::Layout recv = coll::Layout::w(recvbuf, recvcounts, rdispls, recvtypes);
+  const bool in_place_send = sendbuf == in_place;
+  if (!in_place_send) {
+    check_per_rank(call, "sendtypes", sendtypes);
+    check_layout(call, "sendbuf", sendbuf, "sendcounts", sendcounts, "sdispls", sdispls, nullptr,
+                 sendtypes);
+  }
+  const coll::Layout send =
+      in_place_send ? recv : coll::Layout::w(sendbuf, sendcounts, sdispls, sendtypes);
+  coll::alltoall(state_->context, send, recv, in_place_send, true);
+}
+
+}  // namespace shmcoll

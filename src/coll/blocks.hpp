@@ -1,0 +1,79 @@
+// Typed blocks of user memory, and how a buffer is divided into one block per rank: the
+// arguments of every data-movement collective, once the API layer has checked them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "shmcoll/datatype.hpp"
+
+namespace shmcoll::coll {
+
+// `count` elements of `type` at `base`; a Block with count 0 moves nothing.
+struct Block {
+  std::byte* base = nullptr;
+  std::int64_t count = 0;
+  const Datatype* type = nullptr;
+  std::size_t bytes() const { return count > 0 ? std::size_t(count) * type->size() : 0; }
+};
+
+inline Block block_at(const void* buffer, std::int64_t offset_bytes, std::int64_t count,
+                      const Datatype& type) {
+  auto* base = static_cast<std::byte*>(const_cast<void*>(buffer));
+  return {base + offset_bytes, count, &type};
+}
+
+// Copies the packed bytes of `from` into the layout of `to` (the shorter length wins).
+void copy_block(const Block& from, const Block& to);
+
+// One block per rank in a buffer, in MPI's three forms: regular (alltoall: `count` elements per
+// rank, back to back), v (counts and displacements in extents of one type) and w (counts,
+// displacements in bytes, a type per rank).
+class Layout {
+ public:
+  static Layout regular(const void* buffer, std::int64_t count, const Datatype& type) {
+    return Layout(buffer, count, {}, {}, &type, {});
+  }
+  static Layout v(const void* buffer, std::span<const std::int64_t> counts,
+                  std::span<const std::int64_t> displacements, const Datatype& type) {
+    return Layout(buffer, 0, counts, displacements, &type, {});
+  }
+  static Layout w(const void* buffer, std::span<const std::int64_t> counts,
+                  std::span<const std::int64_t> byte_displacements,
+                  std::span<const Datatype> types) {
+    return Layout(buffer, 0, counts, byte_displacements, nullptr, types);
+  }
+
+  Block block(std::uint32_t rank) const {
+    if (!types_.empty())
+      return block_at(buffer_, displacements_[rank], counts_[rank], types_[rank]);
+    if (counts_.empty()) return block_at(buffer_, rank * count_ * type_->extent(), count_, *type_);
+    return block_at(buffer_, displacements_[rank] * type_->extent(), counts_[rank], *type_);
+  }
+  // Bytes of every block, when the layout is regular (so every rank knows every length).
+  std::optional<std::size_t> regular_bytes() const {
+    if (!counts_.empty() || types_.size() > 0) return std::nullopt;
+    return std::size_t(count_) * type_->size();
+  }
+
+ private:
+  Layout(const void* buffer, std::int64_t count, std::span<const std::int64_t> counts,
+         std::span<const std::int64_t> displacements, const Datatype* type,
+         std::span<const Datatype> types)
+      : buffer_(buffer),
+        count_(count),
+        counts_(counts),
+        displacements_(displacements),
+        type_(type),
+        types_(types) {}
+  const void* buffer_;
+  std::int64_t count_;
+  std::span<const std::int64_t> counts_;
+  std::span<const std::int64_t> displacements_;
+  const Datatype* type_;
+  std::span<const Datatype> types_;
+};
+
+}  // namespace shmcoll::coll

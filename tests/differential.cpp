@@ -1,0 +1,519 @@
+#include "differential.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace shmcoll::differential {
+
+namespace {
+
+std::uint64_t mix(std::uint64_t a, std::uint64_t b) {  // splitmix64 of a combined with b
+  std::uint64_t z = a + 0x9e3779b97f4a7c15ull * (b + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// One rank's side of a data-movement call: per peer count, displacement (bytes for w, extents
+// otherwise) and type, and the bytes its buffer spans.
+struct Side {
+  std::vector<std::int64_t> counts, displs;
+  std::vector<int> types;
+  std::vector<Datatype> datatypes;
+  std::size_t buffer_bytes = 0;
+};
+struct Sides {
+  Side send, recv;
+};
+
+std::int64_t span_bytes(std::int64_t count, const Datatype& type) {
+  if (count == 0) return 0;
+  return (count - 1) * type.extent() + type.true_lb() + type.true_extent();
+}
+
+// A size class: mostly message-line sizes, some that take several rounds of a small slot.
+std::int64_t random_elements(std::mt19937_64& rng) {
+  switch (rng() % 10) {
+    case 0:
+      return 0;
+    case 1:
+    case 2:
+    case 3:
+      return 1 + std::int64_t(rng() % 8);
+    case 4:
+    case 5:
+    case 6:
+      return 1 + std::int64_t(rng() % 64);
+    case 7:
+    case 8:
+      return 1 + std::int64_t(rng() % 3000);
+    default:
+      return 1 + std::int64_t(rng() % 40000);
+  }
+}
+
+}  // namespace
+
+const char* kind_name(Kind kind) {
+  static const char* names[] = {
+      "barrier",   "bcast",      "reduce",   "allreduce", "reduce_scatter", "reduce_scatter_block",
+      "scan",      "exscan",     "scatter",  "scatterv",  "gather",         "gatherv",
+      "allgather", "allgatherv", "alltoall", "alltoallv", "alltoallw"};
+  return names[int(kind)];
+}
+
+TypeMenu::TypeMenu() {
+  const Datatype i32 = Dtype::i32;
+  const std::int64_t indexed_lengths[] = {1, 2}, indexed_displs[] = {3, 0};
+  const std::int64_t struct_lengths[] = {1, 1}, struct_displs[] = {0, 8};
+  const Datatype struct_types[] = {i32, i32};
+  types = {i32,
+           Datatype::contiguous(3, i32),
+           Datatype::vector(2, 1, 3, i32),                            // gaps between the ints
+           Datatype::indexed(indexed_lengths, indexed_displs, i32),   // out of address order
+           Datatype::resized(Datatype::vector(3, 1, 2, i32), 0, 28),  // padding at the end
+           Datatype::structure(struct_lengths, struct_displs, struct_types)};
+  for (const Datatype& type : types) ints.push_back(type.element_count());
+}
+
+std::vector<Reduction> reduction_menu(const Op& matrix) {
+  return {{Dtype::i32, Op::sum, true, 1},  {Dtype::u8, Op::sum, true, 1},
+          {Dtype::i64, Op::prod, true, 1}, {Dtype::i32, Op::max, true, 1},
+          {Dtype::u32, Op::bxor, true, 1}, {Dtype::f64, Op::sum, false, 1},
+          {Dtype::f32, Op::sum, false, 1}, {Dtype::u64, matrix, true, 4}};
+}
+
+Call describe_call(std::uint64_t seed, int index, int p, const TypeMenu& menu,
+                   const std::vector<Reduction>& reductions) {
+  std::mt19937_64 rng(mix(seed, std::uint64_t(index) * 1000 + std::uint64_t(p)));
+  Call call;
+  call.kind = Kind(rng() % std::uint64_t(Kind::count));
+  call.seed = rng();
+  call.root = int(rng() % std::uint64_t(p));
+  call.in_place = rng() % 3 == 0;
+  if (call.kind == Kind::bcast || call.kind == Kind::barrier) call.in_place = false;
+  if (is_reduction(call.kind)) {
+    call.reduction = int(rng() % reductions.size());
+    const std::int64_t multiple = std::int64_t(reductions[call.reduction].multiple);
+    call.count = random_elements(rng) * multiple;
+    for (int rank = 0; rank < p; ++rank) {
+      call.counts.push_back(call.kind == Kind::reduce_scatter ? random_elements(rng) * multiple
+                                                              : call.count);
+    }
+    if (call.kind == Kind::reduce_scatter_block) call.count = call.counts[0];
+    return call;
+  }
+
+  // Data movement: the i32 matrix and per-rank (or per-peer) types.
+  const bool personal_types = call.kind == Kind::alltoallw;
+  const bool varying = call.kind == Kind::scatterv || call.kind == Kind::gatherv ||
+                       call.kind == Kind::allgatherv || call.kind == Kind::alltoallv ||
+                       call.kind == Kind::alltoallw;
+  auto ints = [&] { return random_elements(rng) * 6; };
+  call.ints.assign(p, std::vector<std::int64_t>(p, 0));
+  const std::int64_t common = ints();
+  std::vector<std::int64_t> per_rank(p);
+  for (auto& n : per_rank) n = varying ? ints() : common;
+  for (int i = 0; i < p; ++i) {
+    for (int j = 0; j < p; ++j) {
+      std::int64_t& n = call.ints[i][j];
+      switch (call.kind) {
+        case Kind::bcast:
+          n = i == call.root ? common : 0;
+          break;
+        case Kind::scatter:
+        case Kind::scatterv:
+          n = i == call.root ? (varying ? ints() : common) : 0;
+          break;
+        case Kind::gather:
+        case Kind::gatherv:
+          n = j == call.root ? per_rank[i] : 0;
+          break;
+        case Kind::allgather:
+        case Kind::allgatherv:
+          n = per_rank[i];
+          break;
+        case Kind::alltoall:
+          n = common;
+          break;
+        default:  // alltoallv/w: in place needs symmetric counts
+          n = call.in_place && j < i ? call.ints[j][i] : (varying ? ints() : common);
+          break;
+      }
+    }
+  }
+  const std::size_t menu_size = call.kind == Kind::bcast ? 1 : menu.types.size();
+  call.send_type.assign(p, std::vector<int>(p));
+  call.recv_type.assign(p, std::vector<int>(p));
+  for (int i = 0; i < p; ++i) {
+    const int send = int(rng() % menu_size), recv = int(rng() % menu_size);
+    for (int j = 0; j < p; ++j) {
+      call.send_type[i][j] = personal_types ? int(rng() % menu_size) : send;
+      call.recv_type[i][j] = personal_types ? int(rng() % menu_size) : recv;
+    }
+  }
+  if (call.in_place && call.kind == Kind::alltoallw) {  // same type maps both ways
+    for (int i = 0; i < p; ++i) {
+      for (int j = 0; j < i; ++j) call.recv_type[i][j] = call.recv_type[j][i];
+    }
+  }
+  return call;
+}
+
+namespace {
+
+Sides sides_of(const Call& call, int rank, int p, const TypeMenu& menu) {
+  Sides sides;
+  const bool w = call.kind == Kind::alltoallw;
+  const bool regular = call.kind == Kind::scatter || call.kind == Kind::gather ||
+                       call.kind == Kind::allgather || call.kind == Kind::alltoall ||
+                       call.kind == Kind::bcast;
+  std::mt19937_64 rng(mix(call.seed, std::uint64_t(rank)));
+  auto build = [&](Side& side, bool sending) {
+    side.counts.assign(p, 0);
+    side.displs.assign(p, 0);
+    side.types.assign(p, 0);
+    for (int peer = 0; peer < p; ++peer) {
+      side.types[peer] = sending ? call.send_type[rank][peer] : call.recv_type[rank][peer];
+      const std::int64_t n = sending ? call.ints[rank][peer] : call.ints[peer][rank];
+      side.counts[peer] = n / menu.ints[side.types[peer]];
+      side.datatypes.push_back(menu.types[side.types[peer]]);
+    }
+    // Where the blocks lie: in rank order for regular layouts, else shuffled with gaps (and,
+    // for alltoallw's send side, sometimes overlapping, which reading allows).
+    // A single-block side (what a gather contributor sends, what a scatter receiver gets)
+    // has it at the start of the buffer.
+    const bool single = sending ? (call.kind == Kind::gather || call.kind == Kind::gatherv ||
+                                   call.kind == Kind::allgather || call.kind == Kind::allgatherv ||
+                                   call.kind == Kind::bcast)
+                                : (call.kind == Kind::scatter || call.kind == Kind::scatterv ||
+                                   call.kind == Kind::bcast);
+    std::vector<int> order(p);
+    std::iota(order.begin(), order.end(), 0);
+    if (!regular) std::shuffle(order.begin(), order.end(), rng);
+    const bool overlap = w && sending && !call.in_place && rng() % 3 == 0;
+    std::int64_t end_of_last = 0;
+    for (int peer : order) {
+      const Datatype& type = side.datatypes[peer];
+      std::int64_t start = 0;
+      if (single) {
+        side.displs[peer] = 0;
+      } else if (regular) {
+        side.displs[peer] = peer * side.counts[peer];  // in extents: block `peer`
+        start = side.displs[peer] * type.extent();
+      } else if (w) {
+        start = overlap ? std::int64_t(rng() % 4) * 4 : end_of_last + std::int64_t(rng() % 3) * 4;
+        side.displs[peer] = start;
+      } else {
+        side.displs[peer] =
+            (end_of_last + type.extent() - 1) / type.extent() + std::int64_t(rng() % 2);
+        start = side.displs[peer] * type.extent();
+      }
+      const std::int64_t end = start + span_bytes(side.counts[peer], type);
+      side.buffer_bytes = std::max(side.buffer_bytes, std::size_t(end));
+      end_of_last = std::max(end_of_last, end);
+    }
+  };
+  build(sides.send, true);
+  build(sides.recv, false);
+  return sides;
+}
+
+// What a rank's buffers hold before a call: a pattern of the call, the rank and the role.
+std::vector<std::byte> initial_bytes(const Call& call, int rank, char role, std::size_t bytes) {
+  std::vector<std::byte> data(bytes);
+  const std::uint64_t base = mix(call.seed, std::uint64_t(rank) * 7 + std::uint64_t(role));
+  for (std::size_t i = 0; i < bytes; i += 8) {
+    const std::uint64_t word = mix(base, i);
+    std::memcpy(data.data() + i, &word, std::min<std::size_t>(8, bytes - i));
+  }
+  return data;
+}
+
+// ---- Reductions ----------------------------------------------------------------------------
+
+std::vector<std::byte> reduction_input(const Call& call, int rank, std::size_t count,
+                                       const Reduction& reduction) {
+  std::vector<std::byte> data = initial_bytes(call, rank, 'i', count * dtype_size(reduction.dtype));
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::uint64_t bits = mix(call.seed + std::uint64_t(rank), i);
+    if (reduction.dtype == Dtype::f64) {
+      const double value = double(std::int64_t(bits % 2000001) - 1000000) / 999983.0;
+      std::memcpy(data.data() + i * 8, &value, 8);
+    } else if (reduction.dtype == Dtype::f32) {
+      const float value = float(std::int64_t(bits % 20001) - 10000) / 9973.0f;
+      std::memcpy(data.data() + i * 4, &value, 4);
+    } else if (reduction.dtype == Dtype::u64) {  // matrix entries stay small
+      const std::uint64_t value = bits % 7;
+      std::memcpy(data.data() + i * 8, &value, 8);
+    }
+  }
+  return data;
+}
+
+template <typename T, typename F>
+void fold_as(std::byte* acc, const std::byte* next, std::size_t count, F f) {
+  for (std::size_t i = 0; i < count; ++i) {
+    T a, b;
+    std::memcpy(&a, acc + i * sizeof(T), sizeof(T));
+    std::memcpy(&b, next + i * sizeof(T), sizeof(T));
+    a = f(a, b);
+    std::memcpy(acc + i * sizeof(T), &a, sizeof(T));
+  }
+}
+
+// acc = acc op next, element by element, written for the menu's eight reductions one by one.
+void fold(int reduction, std::byte* acc, const std::byte* next, std::size_t count) {
+  switch (reduction) {
+    case 0:
+      return fold_as<std::int32_t>(acc, next, count, [](std::int32_t a, std::int32_t b) {
+        return std::int32_t(std::uint32_t(a) + std::uint32_t(b));
+      });
+    case 1:
+      return fold_as<std::uint8_t>(
+          acc, next, count, [](std::uint8_t a, std::uint8_t b) { return std::uint8_t(a + b); });
+    case 2:
+      return fold_as<std::int64_t>(acc, next, count, [](std::int64_t a, std::int64_t b) {
+        return std::int64_t(std::uint64_t(a) * std::uint64_t(b));
+      });
+    case 3:
+      return fold_as<std::int32_t>(acc, next, count,
+                                   [](std::int32_t a, std::int32_t b) { return std::max(a, b); });
+    case 4:
+      return fold_as<std::uint32_t>(acc, next, count,
+                                    [](std::uint32_t a, std::uint32_t b) { return a ^ b; });
+    case 5:
+      return fold_as<double>(acc, next, count, [](double a, double b) { return a + b; });
+    case 6:
+      return fold_as<float>(acc, next, count, [](float a, float b) { return a + b; });
+    default: {
+      auto* a = reinterpret_cast<std::uint64_t*>(acc);
+      const auto* b = reinterpret_cast<const std::uint64_t*>(next);
+      for (std::size_t m = 0; m + 4 <= count; m += 4) testing::multiply_2x2(a + m, b + m, a + m);
+    }
+  }
+}
+
+bool close_enough(const Reduction& reduction, const std::byte* got, const std::byte* want,
+                  std::size_t count, int contributors) {
+  if (reduction.exact) return std::memcmp(got, want, count * dtype_size(reduction.dtype)) == 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    double a, b, tolerance;
+    if (reduction.dtype == Dtype::f64) {
+      std::memcpy(&a, got + i * 8, 8), std::memcpy(&b, want + i * 8, 8);
+      tolerance = 1e-13 * contributors;
+    } else {
+      float fa, fb;
+      std::memcpy(&fa, got + i * 4, 4), std::memcpy(&fb, want + i * 4, 4);
+      a = fa, b = fb, tolerance = 1e-5 * contributors;
+    }
+    if (!(std::fabs(a - b) <= tolerance)) return false;
+  }
+  return true;
+}
+
+std::string check_reduction(Team& team, const Call& call, const std::vector<Reduction>& reductions,
+                            std::uint64_t& digest, std::uint64_t& common_digest) {
+  const int me = team.rank(), p = team.size();
+  const Reduction& reduction = reductions[call.reduction];
+  const std::size_t element_bytes = dtype_size(reduction.dtype);
+  const bool scatters =
+      call.kind == Kind::reduce_scatter || call.kind == Kind::reduce_scatter_block;
+  std::size_t total = std::size_t(call.count), first = 0;
+  if (scatters) {
+    total = 0;
+    for (int rank = 0; rank < p; ++rank) {
+      if (rank == me) first = total;
+      total += std::size_t(call.counts[rank]);
+    }
+  }
+  const std::size_t result_count = scatters ? std::size_t(call.counts[me]) : total;
+  const std::vector<std::byte> input = reduction_input(call, me, total, reduction);
+  const bool in_place = call.in_place && (call.kind != Kind::reduce || me == call.root);
+  std::vector<std::byte> recv =
+      initial_bytes(call, me, 'r', (in_place ? total : result_count) * element_bytes);
+  if (in_place) recv = input;
+  const std::vector<std::byte> before = recv;
+  const void* send = in_place ? shmcoll::in_place : input.data();
+  const auto dtype = reduction.dtype;
+  const Op& op = reduction.op;
+  switch (call.kind) {
+    case Kind::reduce:
+      team.reduce(send, recv.data(), call.count, dtype, op, call.root);
+      break;
+    case Kind::allreduce:
+      team.allreduce(send, recv.data(), call.count, dtype, op);
+      break;
+    case Kind::reduce_scatter:
+      team.reduce_scatter(send, recv.data(), call.counts, dtype, op);
+      break;
+    case Kind::reduce_scatter_block:
+      team.reduce_scatter_block(send, recv.data(), call.count, dtype, op);
+      break;
+    case Kind::scan:
+      team.scan(send, recv.data(), call.count, dtype, op);
+      break;
+    default:
+      team.exscan(send, recv.data(), call.count, dtype, op);
+      break;
+  }
+  for (std::byte b : recv) digest = mix(digest, std::uint64_t(b));
+  if (call.kind == Kind::allreduce) {
+    for (std::byte b : recv) common_digest = mix(common_digest, std::uint64_t(b));
+  }
+
+  // Which ranks' inputs make my result, in rank order; none: recv must be untouched.
+  int contributors = p;
+  if (call.kind == Kind::reduce && me != call.root) contributors = 0;
+  if (call.kind == Kind::scan) contributors = me + 1;
+  if (call.kind == Kind::exscan) contributors = me;
+  if (contributors == 0 || result_count == 0) {
+    return recv == before ? "" : "receive buffer changed where the call must not write";
+  }
+  std::vector<std::byte> want;
+  for (int rank = 0; rank < contributors; ++rank) {
+    const std::vector<std::byte> theirs = reduction_input(call, rank, total, reduction);
+    const std::byte* slice = theirs.data() + first * element_bytes;
+    if (rank == 0) {
+      want.assign(slice, slice + result_count * element_bytes);
+    } else {
+      fold(call.reduction, want.data(), slice, result_count);
+    }
+  }
+  if (!close_enough(reduction, recv.data(), want.data(), result_count, contributors)) {
+    return "result differs from the rank-ordered reference";
+  }
+  return "";
+}
+
+// ---- Data movement -------------------------------------------------------------------------
+
+std::int64_t displacement_bytes(const Call& call, const Side& side, int peer) {
+  return call.kind == Kind::alltoallw ? side.displs[peer]
+                                      : side.displs[peer] * side.datatypes[peer].extent();
+}
+
+bool sends_from_recv_buffer(const Call& call) {
+  return call.in_place && (call.kind == Kind::allgather || call.kind == Kind::allgatherv ||
+                           call.kind >= Kind::alltoall);
+}
+
+// What `me`'s receive buffer must hold: its initial bytes, with every block that arrives
+// unpacked over them from the sender's own packing of its send block.
+std::vector<std::byte> expected_movement(const Call& call, int me, int p, const TypeMenu& menu) {
+  const Sides mine = sides_of(call, me, p, menu);
+  std::vector<std::byte> want = initial_bytes(call, me, 'r', mine.recv.buffer_bytes);
+  if (call.kind == Kind::bcast && me == call.root) return want;
+  for (int source = 0; source < p; ++source) {
+    if (call.ints[source][me] == 0) continue;
+    if (source == me && call.in_place) continue;  // my own block stays where it is
+    const Sides theirs = sides_of(call, source, p, menu);
+    const bool from_recv = sends_from_recv_buffer(call);
+    const Side& side = from_recv ? theirs.recv : theirs.send;
+    // In place, an allgather contributor sends its own block of its receive buffer.
+    const int block = from_recv && call.kind < Kind::alltoall ? source : me;
+    const std::vector<std::byte> buffer =
+        initial_bytes(call, source, from_recv ? 'r' : 's', side.buffer_bytes);
+    std::vector<std::byte> stream(std::size_t(call.ints[source][me]) * 4);
+    side.datatypes[block].pack(buffer.data() + displacement_bytes(call, side, block),
+                               side.counts[block], stream.data());
+    mine.recv.datatypes[source].unpack(stream.data(), mine.recv.counts[source],
+                                       want.data() + displacement_bytes(call, mine.recv, source));
+  }
+  return want;
+}
+
+std::string check_movement(Team& team, const Call& call, const TypeMenu& menu,
+                           std::uint64_t& digest, std::uint64_t& common_digest) {
+  const int me = team.rank(), p = team.size(), root = call.root;
+  const bool at_root = me == root;
+  const Sides sides = sides_of(call, me, p, menu);
+  std::vector<std::byte> send = initial_bytes(call, me, 's', sides.send.buffer_bytes);
+  std::vector<std::byte> recv = initial_bytes(call, me, 'r', sides.recv.buffer_bytes);
+  const std::vector<std::byte> send_before = send;
+  const Side& s = sides.send;
+  const Side& r = sides.recv;
+  const void* sendbuf = call.in_place ? shmcoll::in_place : send.data();
+  const auto& stype = [&](int peer) -> const Datatype& { return s.datatypes[peer]; };
+  const auto& rtype = [&](int peer) -> const Datatype& { return r.datatypes[peer]; };
+  switch (call.kind) {
+    case Kind::bcast:
+      if (at_root) recv = send_before;
+      team.bcast(recv.data(), at_root ? s.counts[0] : r.counts[root], Dtype::i32, root);
+      break;
+    case Kind::scatter:  // off the root, the send side must not be read: pass nonsense
+      team.scatter(at_root ? send.data() : nullptr, at_root ? s.counts[0] : -1, stype(0),
+                   call.in_place && at_root ? shmcoll::in_place : recv.data(), r.counts[root],
+                   rtype(root), root);
+      break;
+    case Kind::scatterv:
+      team.scatterv(at_root ? send.data() : nullptr, s.counts, s.displs, stype(0),
+                    call.in_place && at_root ? shmcoll::in_place : recv.data(), r.counts[root],
+                    rtype(root), root);
+      break;
+    case Kind::gather:
+      team.gather(call.in_place && at_root ? shmcoll::in_place : send.data(), s.counts[root],
+                  stype(root), at_root ? recv.data() : nullptr, at_root ? r.counts[0] : -1,
+                  rtype(0), root);
+      break;
+    case Kind::gatherv:
+      team.gatherv(call.in_place && at_root ? shmcoll::in_place : send.data(), s.counts[root],
+                   stype(root), at_root ? recv.data() : nullptr, r.counts, r.displs, rtype(0),
+                   root);
+      break;
+    case Kind::allgather:
+      team.allgather(sendbuf, s.counts[0], stype(0), recv.data(), r.counts[0], rtype(0));
+      break;
+    case Kind::allgatherv:
+      team.allgatherv(sendbuf, s.counts[0], stype(0), recv.data(), r.counts, r.displs, rtype(0));
+      break;
+    case Kind::alltoall:
+      team.alltoall(sendbuf, s.counts[0], stype(0), recv.data(), r.counts[0], rtype(0));
+      break;
+    case Kind::alltoallv:
+      team.alltoallv(sendbuf, s.counts, s.displs, stype(0), recv.data(), r.counts, r.displs,
+                     rtype(0));
+      break;
+    default:
+      team.alltoallw(sendbuf, s.counts, s.displs, s.datatypes, recv.data(), r.counts, r.displs,
+                     r.datatypes);
+      break;
+  }
+  for (std::byte b : recv) digest = mix(digest, std::uint64_t(b));
+  if (call.kind == Kind::bcast) {
+    for (std::byte b : recv) common_digest = mix(common_digest, std::uint64_t(b));
+    if (at_root) return recv == send_before ? "" : "the root's bcast buffer changed";
+  }
+  if (send != send_before) return "the send buffer changed";
+  // Off the root of a scatter in place there is no receive buffer; of a gather, none is read.
+  const bool no_recv = (call.kind == Kind::scatter || call.kind == Kind::scatterv)
+                           ? call.in_place && at_root
+                           : (call.kind == Kind::gather || call.kind == Kind::gatherv) && !at_root;
+  if (no_recv) return "";
+  const std::vector<std::byte> want = expected_movement(call, me, p, menu);
+  if (recv != want) {
+    std::size_t at = 0;
+    while (recv[at] == want[at]) ++at;
+    return "receive buffer differs at byte " + std::to_string(at) + " of " +
+           std::to_string(recv.size());
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string run_and_check(Team& team, const Call& call, const TypeMenu& menu,
+                          const std::vector<Reduction>& reductions, std::uint64_t& digest,
+                          std::uint64_t& common_digest) {
+  if (call.kind == Kind::barrier) {
+    team.barrier();
+    return "";
+  }
+  if (is_reduction(call.kind)) {
+    return check_reduction(team, call, reductions, digest, common_digest);
+  }
+  return check_movement(team, call, menu, digest, common_digest);
+}
+
+}  // namespace shmcoll::differential

@@ -1,0 +1,86 @@
+// The differential tester's model: random collective calls that every rank derives identically
+// from (seed, call index, team size), the buffers each rank passes, and the results each rank
+// must see, computed from the inputs by code that shares nothing with the library's algorithms
+// (only Datatype::pack/unpack, tested on their own in datatype_test).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "shmcoll/shmcoll.hpp"
+#include "test_support.hpp"
+
+namespace shmcoll::differential {
+
+enum class Kind {
+  barrier,
+  bcast,
+  reduce,
+  allreduce,
+  reduce_scatter,
+  reduce_scatter_block,
+  scan,
+  exscan,
+  scatter,
+  scatterv,
+  gather,
+  gatherv,
+  allgather,
+  allgatherv,
+  alltoall,
+  alltoallv,
+  alltoallw,
+  count
+};
+const char* kind_name(Kind kind);
+inline bool is_reduction(Kind kind) {
+  return kind >= Kind::reduce && kind <= Kind::exscan;
+}
+
+// Element types for data movement: all made of i32, so any two describe the same signature when
+// their counts cover the same number of i32 (a multiple of 6 always works).
+struct TypeMenu {
+  TypeMenu();
+  std::vector<Datatype> types;
+  std::vector<std::int64_t> ints;  // i32 per element of each type
+};
+
+// Reductions: an element type and operation, and whether results must match bitwise.
+struct Reduction {
+  Dtype dtype;
+  Op op;
+  bool exact;
+  std::size_t multiple;  // counts are multiples of this (4: a 2x2 matrix)
+};
+std::vector<Reduction> reduction_menu(const Op& matrix);
+
+struct Call {
+  Kind kind;
+  std::uint64_t seed;
+  int root = 0;
+  bool in_place = false;
+  // Reductions.
+  int reduction = 0;
+  std::int64_t count = 0;
+  std::vector<std::int64_t> counts;  // reduce_scatter's recvcounts
+  // Data movement: ints[i][j] = i32 moving from rank i to rank j; type indices per rank (per
+  // rank and peer for alltoallw).
+  std::vector<std::vector<std::int64_t>> ints;
+  std::vector<std::vector<int>> send_type, recv_type;
+};
+
+// The call with index `index` of the sequence `seed` for a team of p.
+Call describe_call(std::uint64_t seed, int index, int p, const TypeMenu& menu,
+                   const std::vector<Reduction>& reductions);
+
+// Runs `call` on `team` with buffers built from the model; returns "" or what went wrong.
+// `digest` accumulates a hash of this rank's results (the same run to run), `common_digest` of
+// the results every rank must hold bit for bit (allreduce, bcast).
+std::string run_and_check(Team& team, const Call& call, const TypeMenu& menu,
+                          const std::vector<Reduction>& reductions, std::uint64_t& digest,
+                          std::uint64_t& common_digest);
+
+}  // namespace shmcoll::differential
