@@ -1,7 +1,9 @@
 /* The same measurement as shmcoll-bench, for an MPI's own collectives, so the two tables compare:
  * per size a warm-up, then SAMPLES batches of back-to-back calls (about 200 us each) between
  * barriers; a sample is the slowest rank's time per call (MPI_MAX); the median is printed.
- * Usage: mpi_coll_bench COLL SIZES [SAMPLES]   COLL: allreduce|reduce|bcast|barrier, f32 sum. */
+ * Usage: mpi_coll_bench COLL SIZES [SAMPLES], f32 and sum. COLL is any collective shmcoll-bench
+ * knows; SIZES follow its convention (OSU's): the vector for reductions, including reduce_scatter,
+ * and the block per rank pair for scatter, gather, allgather and alltoall and their v/w forms. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,15 +14,56 @@ static int compare_doubles(const void* a, const void* b) {
   return (x > y) - (x < y);
 }
 
-static void call(const char* coll, float* send, float* recv, int count) {
+/* Per-rank counts and displacements for the v and w forms: every block the same. */
+static int *counts, *displs, *byte_displs, *block_counts;
+static MPI_Datatype* types;
+
+static void set_layout(int size, int count) {
+  for (int i = 0; i < size; ++i) {
+    counts[i] = count;
+    displs[i] = i * count;
+    byte_displs[i] = i * count * (int)sizeof(float);
+    block_counts[i] = count / size;
+    types[i] = MPI_FLOAT;
+  }
+}
+
+static void call(const char* coll, float* send, float* recv, int count, int size) {
+  MPI_Comm world = MPI_COMM_WORLD;
   if (!strcmp(coll, "allreduce"))
-    MPI_Allreduce(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(send, recv, count, MPI_FLOAT, MPI_SUM, world);
   else if (!strcmp(coll, "reduce"))
-    MPI_Reduce(send, recv, count, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
+    MPI_Reduce(send, recv, count, MPI_FLOAT, MPI_SUM, 0, world);
   else if (!strcmp(coll, "bcast"))
-    MPI_Bcast(recv, count, MPI_FLOAT, 0, MPI_COMM_WORLD);
+    MPI_Bcast(recv, count, MPI_FLOAT, 0, world);
+  else if (!strcmp(coll, "reduce_scatter"))
+    MPI_Reduce_scatter(send, recv, block_counts, MPI_FLOAT, MPI_SUM, world);
+  else if (!strcmp(coll, "reduce_scatter_block"))
+    MPI_Reduce_scatter_block(send, recv, count / size, MPI_FLOAT, MPI_SUM, world);
+  else if (!strcmp(coll, "scan"))
+    MPI_Scan(send, recv, count, MPI_FLOAT, MPI_SUM, world);
+  else if (!strcmp(coll, "exscan"))
+    MPI_Exscan(send, recv, count, MPI_FLOAT, MPI_SUM, world);
+  else if (!strcmp(coll, "scatter"))
+    MPI_Scatter(send, count, MPI_FLOAT, recv, count, MPI_FLOAT, 0, world);
+  else if (!strcmp(coll, "scatterv"))
+    MPI_Scatterv(send, counts, displs, MPI_FLOAT, recv, count, MPI_FLOAT, 0, world);
+  else if (!strcmp(coll, "gather"))
+    MPI_Gather(send, count, MPI_FLOAT, recv, count, MPI_FLOAT, 0, world);
+  else if (!strcmp(coll, "gatherv"))
+    MPI_Gatherv(send, count, MPI_FLOAT, recv, counts, displs, MPI_FLOAT, 0, world);
+  else if (!strcmp(coll, "allgather"))
+    MPI_Allgather(send, count, MPI_FLOAT, recv, count, MPI_FLOAT, world);
+  else if (!strcmp(coll, "allgatherv"))
+    MPI_Allgatherv(send, count, MPI_FLOAT, recv, counts, displs, MPI_FLOAT, world);
+  else if (!strcmp(coll, "alltoall"))
+    MPI_Alltoall(send, count, MPI_FLOAT, recv, count, MPI_FLOAT, world);
+  else if (!strcmp(coll, "alltoallv"))
+    MPI_Alltoallv(send, counts, displs, MPI_FLOAT, recv, counts, displs, MPI_FLOAT, world);
+  else if (!strcmp(coll, "alltoallw"))
+    MPI_Alltoallw(send, counts, byte_displs, types, recv, counts, byte_displs, types, world);
   else
-    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Barrier(world);
 }
 
 static size_t parse_size(const char* text) {
@@ -44,15 +87,22 @@ int main(int argc, char** argv) {
   const int samples = argc > 3 ? atoi(argv[3]) : 30;
   char* sizes = strdup(argv[2]);
   double* times = malloc(sizeof(double) * samples);
+  counts = malloc(sizeof(int) * size);
+  displs = malloc(sizeof(int) * size);
+  byte_displs = malloc(sizeof(int) * size);
+  block_counts = malloc(sizeof(int) * size);
+  types = malloc(sizeof(MPI_Datatype) * size);
   if (rank == 0) printf("%10s %12s %10s %10s\n", "bytes", "median_us", "min_us", "max_us");
   for (char* token = strtok(sizes, ","); token; token = strtok(NULL, ",")) {
     const size_t bytes = parse_size(token);
     const int count = (int)(bytes / sizeof(float));
-    float* send = malloc(bytes + 64);
-    float* recv = malloc(bytes + 64);
-    for (int i = 0; i < count; ++i) send[i] = recv[i] = (float)(i % 7);
+    /* Room for a block per rank; every byte touched before timing. */
+    float* send = malloc(bytes * size + 64);
+    float* recv = malloc(bytes * size + 64);
+    for (long i = 0; i < (long)count * size; ++i) send[i] = recv[i] = (float)(i % 7);
+    set_layout(size, count);
     double start = MPI_Wtime();
-    for (int i = 0; i < 5; ++i) call(coll, send, recv, count);
+    for (int i = 0; i < 5; ++i) call(coll, send, recv, count, size);
     double per_call = (MPI_Wtime() - start) / 5;
     long batch = (long)(200e-6 / (per_call > 1e-9 ? per_call : 1e-9));
     if (batch < 1) batch = 1;
@@ -61,7 +111,7 @@ int main(int argc, char** argv) {
     for (int s = 0; s < samples; ++s) {
       MPI_Barrier(MPI_COMM_WORLD);
       start = MPI_Wtime();
-      for (long i = 0; i < batch; ++i) call(coll, send, recv, count);
+      for (long i = 0; i < batch; ++i) call(coll, send, recv, count, size);
       double mine = (MPI_Wtime() - start) / batch, slowest;
       MPI_Reduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
       times[s] = slowest;
@@ -76,6 +126,11 @@ int main(int argc, char** argv) {
     if (!strcmp(coll, "barrier")) break;
   }
   free(times);
+  free(counts);
+  free(displs);
+  free(byte_displs);
+  free(block_counts);
+  free(types);
   free(sizes);
   MPI_Finalize();
   return 0;

@@ -68,11 +68,26 @@ void fill(std::vector<std::byte>& buffer, int rank) {
     values[i] = static_cast<T>(input_value(rank, i));
 }
 
+// What element i of `me`'s receive buffer must hold, after the call with `count` elements per
+// block (the vector for reductions) on `ranks` ranks, root 0.
 template <typename T>
-double expected_value(const std::string& coll, Op op, int ranks, int root, std::size_t i) {
-  if (coll == "bcast") return input_value(root, i);
-  T acc = static_cast<T>(input_value(0, i));
-  for (int r = 1; r < ranks; ++r) {
+double expected_value(const std::string& coll, Op op, int ranks, int me, std::size_t count,
+                      std::size_t i) {
+  const std::size_t block = i / std::max<std::size_t>(count, 1),
+                    at = i % std::max<std::size_t>(count, 1);
+  const auto source = static_cast<int>(block);
+  if (coll == "bcast") return input_value(0, i);
+  if (coll.starts_with("scatter")) return input_value(0, static_cast<std::size_t>(me) * count + i);
+  if (coll.starts_with("gather") || coll.starts_with("allgather")) return input_value(source, at);
+  if (coll.starts_with("alltoall")) {
+    return input_value(source, static_cast<std::size_t>(me) * count + at);
+  }
+  int first = 0, last = ranks;  // the ranks whose inputs combine, in rank order
+  if (coll == "scan") last = me + 1;
+  if (coll == "exscan") last = me;
+  if (coll.starts_with("reduce_scatter")) i += static_cast<std::size_t>(me) * (count / ranks);
+  T acc = static_cast<T>(input_value(first, i));
+  for (int r = first + 1; r < last; ++r) {
     const T v = static_cast<T>(input_value(r, i));
     switch (op.kind()) {
       case Op::sum:
@@ -95,25 +110,85 @@ double expected_value(const std::string& coll, Op op, int ranks, int root, std::
 }
 
 template <typename T>
-int count_mismatches(const std::vector<std::byte>& result, const std::string& coll, Op op,
-                     int ranks, int root) {
+int count_mismatches(const std::vector<std::byte>& result, std::size_t elements,
+                     const std::string& coll, Op op, int ranks, int me, std::size_t count) {
   const auto* values = reinterpret_cast<const T*>(result.data());
   int bad = 0;
-  for (std::size_t i = 0; i < result.size() / sizeof(T); ++i) {
-    if (static_cast<double>(values[i]) != expected_value<T>(coll, op, ranks, root, i)) ++bad;
+  for (std::size_t i = 0; i < elements; ++i) {
+    if (static_cast<double>(values[i]) != expected_value<T>(coll, op, ranks, me, count, i)) ++bad;
   }
   return bad;
 }
 
+// Elements of the result the check reads on `me` (0: none, as off a reduce's or gather's root).
+std::size_t result_elements(const std::string& coll, int ranks, int me, std::size_t count) {
+  const bool rooted = coll == "reduce" || coll.starts_with("gather");
+  if ((rooted && me != 0) || (coll == "exscan" && me == 0)) return 0;
+  if (coll.starts_with("reduce_scatter")) return count / static_cast<std::size_t>(ranks);
+  if (coll.starts_with("gather") || coll.starts_with("allgather") || coll.starts_with("alltoall")) {
+    return count * static_cast<std::size_t>(ranks);
+  }
+  return count;
+}
+
+constexpr const char* kCollectives[] = {
+    "barrier",   "bcast",      "reduce",   "allreduce", "reduce_scatter", "reduce_scatter_block",
+    "scan",      "exscan",     "scatter",  "scatterv",  "gather",         "gatherv",
+    "allgather", "allgatherv", "alltoall", "alltoallv", "alltoallw"};
+
+// Every block the same: the v and w forms' counts and displacements, sized once per team.
+struct VLayout {
+  std::vector<std::int64_t> counts, displs, byte_displs, block_counts;
+  std::vector<shmcoll::Datatype> types;
+  VLayout(int ranks, std::int64_t count, Dtype dtype) {
+    for (int r = 0; r < ranks; ++r) {
+      counts.push_back(count);
+      displs.push_back(r * count);
+      byte_displs.push_back(r * count * static_cast<std::int64_t>(shmcoll::dtype_size(dtype)));
+      block_counts.push_back(count / ranks);
+      types.emplace_back(dtype);
+    }
+  }
+};
+
 void call_collective(shmcoll::Team& team, const std::string& coll, const Config& config,
-                     std::vector<std::byte>& send, std::vector<std::byte>& recv,
-                     std::int64_t count) {
+                     std::vector<std::byte>& send, std::vector<std::byte>& recv, std::int64_t count,
+                     const VLayout& v) {
+  void* out = recv.data();
+  const void* in = send.data();
+  const Dtype t = config.dtype;
   if (coll == "allreduce")
-    team.allreduce(send.data(), recv.data(), count, config.dtype, config.op);
+    team.allreduce(in, out, count, t, config.op);
   else if (coll == "reduce")
-    team.reduce(send.data(), recv.data(), count, config.dtype, config.op, 0);
+    team.reduce(in, out, count, t, config.op, 0);
   else if (coll == "bcast")
-    team.bcast(recv.data(), count, config.dtype, 0);
+    team.bcast(out, count, t, 0);
+  else if (coll == "reduce_scatter")
+    team.reduce_scatter(in, out, v.block_counts, t, config.op);
+  else if (coll == "reduce_scatter_block")
+    team.reduce_scatter_block(in, out, count / team.size(), t, config.op);
+  else if (coll == "scan")
+    team.scan(in, out, count, t, config.op);
+  else if (coll == "exscan")
+    team.exscan(in, out, count, t, config.op);
+  else if (coll == "scatter")
+    team.scatter(in, count, t, out, count, t, 0);
+  else if (coll == "scatterv")
+    team.scatterv(in, v.counts, v.displs, t, out, count, t, 0);
+  else if (coll == "gather")
+    team.gather(in, count, t, out, count, t, 0);
+  else if (coll == "gatherv")
+    team.gatherv(in, count, t, out, v.counts, v.displs, t, 0);
+  else if (coll == "allgather")
+    team.allgather(in, count, t, out, count, t);
+  else if (coll == "allgatherv")
+    team.allgatherv(in, count, t, out, v.counts, v.displs, t);
+  else if (coll == "alltoall")
+    team.alltoall(in, count, t, out, count, t);
+  else if (coll == "alltoallv")
+    team.alltoallv(in, v.counts, v.displs, t, out, v.counts, v.displs, t);
+  else if (coll == "alltoallw")
+    team.alltoallw(in, v.counts, v.byte_displs, v.types, out, v.counts, v.byte_displs, v.types);
   else
     team.barrier();
 }
@@ -130,13 +205,16 @@ void bench_rank(shmcoll::Team& team, const Config& config, const std::string& co
   const std::vector<std::size_t> sizes = is_barrier ? std::vector<std::size_t>{0} : config.sizes;
   for (std::size_t bytes : sizes) {
     const auto count = static_cast<std::int64_t>(bytes / element);
-    std::vector<std::byte> send(static_cast<std::size_t>(count) * element), recv(send.size());
+    const VLayout v(team.size(), count, config.dtype);
+    // Room for a block per rank (scatter's send side, gather's receive side ...).
+    std::vector<std::byte> send(static_cast<std::size_t>(count) * element * team.size()),
+        recv(send.size());
     visit_arithmetic(config.dtype, [&](auto type) { fill<decltype(type)>(send, team.rank()); });
     recv = send;  // touched before timing, like the send buffer
 
     // Warm up and size the batch on rank 0, then agree on it.
     double start = now_seconds();
-    for (int i = 0; i < 5; ++i) call_collective(team, coll, config, send, recv, count);
+    for (int i = 0; i < 5; ++i) call_collective(team, coll, config, send, recv, count, v);
     std::int64_t batch = std::clamp<std::int64_t>(
         static_cast<std::int64_t>(200e-6 / std::max(1e-9, (now_seconds() - start) / 5)), 1, 10000);
     team.bcast(&batch, 1, Dtype::i64, 0);
@@ -146,7 +224,7 @@ void bench_rank(shmcoll::Team& team, const Config& config, const std::string& co
       team.barrier();
       start = now_seconds();
       for (std::int64_t i = 0; i < batch; ++i)
-        call_collective(team, coll, config, send, recv, count);
+        call_collective(team, coll, config, send, recv, count, v);
       shared.seconds_per_call[team.rank()] = (now_seconds() - start) / static_cast<double>(batch);
       team.barrier();
       if (team.rank() == 0) {
@@ -156,12 +234,15 @@ void bench_rank(shmcoll::Team& team, const Config& config, const std::string& co
     }
     if (config.check && !is_barrier) {
       visit_arithmetic(config.dtype, [&](auto type) { fill<decltype(type)>(send, team.rank()); });
-      if (coll == "bcast" && team.rank() != 0) std::fill(recv.begin(), recv.end(), std::byte{0x5a});
+      std::fill(recv.begin(), recv.end(), std::byte{0x5a});  // no stale result can pass
       if (coll == "bcast" && team.rank() == 0) recv = send;
-      call_collective(team, coll, config, send, recv, count);
-      if (coll != "reduce" || team.rank() == 0) {
+      call_collective(team, coll, config, send, recv, count, v);
+      const std::size_t elements =
+          result_elements(coll, team.size(), team.rank(), static_cast<std::size_t>(count));
+      if (elements > 0) {
         const int bad = visit_arithmetic(config.dtype, [&](auto type) {
-          return count_mismatches<decltype(type)>(recv, coll, config.op, team.size(), 0);
+          return count_mismatches<decltype(type)>(recv, elements, coll, config.op, team.size(),
+                                                  team.rank(), static_cast<std::size_t>(count));
         });
         if (bad > 0) {
           __atomic_add_fetch(&shared.mismatches, bad, __ATOMIC_RELAXED);
@@ -181,7 +262,7 @@ double median_of(std::vector<double> values) {
 
 void print_table(const std::string& coll, const Config& config, const std::vector<Row>& rows,
                  const bench::References& refs) {
-  const bool reduces = coll == "reduce" || coll == "allreduce";
+  const bool reduces = coll.starts_with("reduce") || coll == "allreduce" || coll.ends_with("scan");
   std::printf("\n# shmcoll %s, %d ranks, %s%s%s, median of %d samples (each the slowest rank)\n",
               coll.c_str(), config.ranks, shmcoll::dtype_name(config.dtype), reduces ? " " : "",
               reduces ? shmcoll::op_name(config.op) : "", config.iters);
@@ -220,7 +301,11 @@ int main(int argc, char** argv) {
   Config config;
   std::string colls = "allreduce", sizes = "8,64,1K,8K,64K,256K,1M,4M", dtype = "f32", op = "sum";
   app.add_option("-n,--np", config.ranks, "ranks")->check(CLI::Range(1, 256));
-  app.add_option("--coll", colls, "comma list of allreduce, reduce, bcast, barrier, or all");
+  app.add_option("--coll", colls,
+                 "comma list of collectives (barrier, bcast, reduce, allreduce, "
+                 "reduce_scatter[_block], scan, exscan, scatter[v], gather[v], allgather[v], "
+                 "alltoall[v|w]), or all; sizes are vectors for reductions, blocks per rank pair "
+                 "otherwise");
   app.add_option("--sizes", sizes, "comma list of message sizes in bytes (K, M suffixes)");
   app.add_option("--dtype", dtype, "i8..i64, u8..u64, f32, f64");
   app.add_option("--op", op, "sum, prod, min, max");
@@ -229,11 +314,17 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
-    if (colls == "all") colls = "barrier,bcast,reduce,allreduce";
+    const auto known = [](const std::string& name) {
+      return std::find(std::begin(kCollectives), std::end(kCollectives), name) !=
+             std::end(kCollectives);
+    };
     for (const auto& name : CLI::detail::split(colls, ',')) {
-      if (name != "allreduce" && name != "reduce" && name != "bcast" && name != "barrier") {
-        throw std::invalid_argument("--coll: unknown collective " + name);
+      if (name == "all") {
+        config.collectives.insert(config.collectives.end(), std::begin(kCollectives),
+                                  std::end(kCollectives));
+        continue;
       }
+      if (!known(name)) throw std::invalid_argument("--coll: unknown collective " + name);
       config.collectives.push_back(name);
     }
     for (const auto& size : CLI::detail::split(sizes, ','))

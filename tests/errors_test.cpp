@@ -82,6 +82,60 @@ TEST(Errors, BadArgumentsAreRejectedByNameAndTheTeamStaysUsable) {
   EXPECT_EQ(failures->count, 0);
 }
 
+TEST(Errors, BadArgumentsOfTheOtherCollectivesAreRejectedByName) {
+  auto* failures = shmcoll::testing::shared_block<Failures>();
+  shmcoll::run(3, {}, [&](shmcoll::Team& team) {
+    std::vector<int> a(64, 1), b(64);
+    const std::vector<std::int64_t> three = {1, 1, 1}, two = {1, 1}, negative = {1, -2, 1};
+    const std::vector<std::int64_t> displs = {0, 1, 2};
+    const shmcoll::Datatype i32 = Dtype::i32;
+    const std::vector<shmcoll::Datatype> types(3, i32);
+    int bad = 0;
+    bad +=
+        expect_rejected([&] { team.reduce_scatter(a.data(), b.data(), two, Dtype::i32, Op::sum); },
+                        {"reduce_scatter", "recvcounts", "2 entries", "3 ranks"});
+    bad += expect_rejected(
+        [&] { team.reduce_scatter(a.data(), b.data(), negative, Dtype::i32, Op::sum); },
+        {"recvcounts[1]", "-2"});
+    bad += expect_rejected(
+        [&] { team.reduce_scatter_block(a.data(), b.data(), -1, Dtype::i32, Op::sum); },
+        {"reduce_scatter_block", "-1"});
+    bad += expect_rejected([&] { team.scan(a.data(), nullptr, 4, Dtype::i32, Op::sum); },
+                           {"scan", "recvbuf", "null"});
+    bad += expect_rejected([&] { team.exscan(a.data(), b.data(), 4, Dtype::f32, Op::bor); },
+                           {"exscan", "bor"});
+    bad += expect_rejected([&] { team.scatter(a.data(), 1, i32, b.data(), 1, i32, 5); },
+                           {"scatter", "root", "5"});
+    bad += expect_rejected([&] { team.gather(a.data(), -3, i32, b.data(), 1, i32, 0); },
+                           {"gather", "sendcount", "-3"});
+    bad += expect_rejected([&] { team.allgather(a.data(), 1, i32, nullptr, 1, i32); },
+                           {"allgather", "recvbuf", "null"});
+    bad += expect_rejected([&] { team.allgatherv(a.data(), 1, i32, b.data(), three, two, i32); },
+                           {"allgatherv", "displs", "2 entries"});
+    bad += expect_rejected(
+        [&] { team.alltoallv(a.data(), three, displs, i32, b.data(), negative, displs, i32); },
+        {"alltoallv", "recvcounts[1]"});
+    bad += expect_rejected(
+        [&] {
+          team.alltoallw(a.data(), three, displs, {types.data(), 2}, b.data(), three, displs,
+                         types);
+        },
+        {"alltoallw", "sendtypes", "2 entries"});
+    if (team.rank() != 0) {
+      bad += expect_rejected([&] { team.scatter(a.data(), 1, i32, shmcoll::in_place, 1, i32, 0); },
+                             {"scatter", "recvbuf", "in_place", "root (0)"});
+      bad += expect_rejected(
+          [&] { team.gatherv(shmcoll::in_place, 1, i32, b.data(), three, displs, i32, 0); },
+          {"gatherv", "sendbuf", "in_place"});
+    }
+    // Still usable.
+    team.allgather(a.data(), 2, i32, b.data(), 2, i32);
+    for (int i = 0; i < 6; ++i) bad += b[i] != 1;
+    __atomic_add_fetch(&failures->count, bad, __ATOMIC_RELAXED);
+  });
+  EXPECT_EQ(failures->count, 0);
+}
+
 TEST(Errors, RunRejectsBadTeamSize) {
   try {
     shmcoll::run(0, {}, [](shmcoll::Team&) {});

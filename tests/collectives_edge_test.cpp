@@ -1,0 +1,189 @@
+// Targeted cases beside the differential tester: counts on both sides of the message-line and
+// slot-region boundaries, multi-MiB messages, exscan's rank 0, in-place reduce_scatter with
+// uneven counts, and alltoallw with mixed derived types reading overlapping send regions.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "shmcoll/shmcoll.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+using shmcoll::Datatype;
+using shmcoll::Dtype;
+using shmcoll::Op;
+using shmcoll::Team;
+
+struct Shared {
+  std::atomic<int> failures;
+};
+
+#define EXPECT_IN_RANK(condition, what)                                                         \
+  do {                                                                                          \
+    if (!(condition)) {                                                                         \
+      std::fprintf(stderr, "rank %d: %s: %s failed (line %d)\n", team.rank(), what, #condition, \
+                   __LINE__);                                                                   \
+      shared->failures.fetch_add(1);                                                            \
+    }                                                                                           \
+  } while (0)
+
+std::int32_t value(int rank, std::size_t index) {
+  return static_cast<std::int32_t>(static_cast<std::uint32_t>(rank) * 1000003u +
+                                   static_cast<std::uint32_t>(index) * 7u);
+}
+
+std::vector<std::int32_t> values(int rank, std::size_t count) {
+  std::vector<std::int32_t> out(count);
+  for (std::size_t i = 0; i < count; ++i) out[i] = value(rank, i);
+  return out;
+}
+
+std::int32_t wrapping_sum(int first_rank, int last_rank, std::size_t index) {
+  std::uint32_t sum = 0;
+  for (int r = first_rank; r < last_rank; ++r) sum += static_cast<std::uint32_t>(value(r, index));
+  return static_cast<std::int32_t>(sum);
+}
+
+// allgather, alltoall, reduce_scatter_block, scan, scatter and gather of `count` i32 each.
+void exercise_counts(Team& team, std::size_t count, Shared* shared) {
+  const int p = team.size(), me = team.rank(), root = p - 1;
+  const auto n = static_cast<std::int64_t>(count);
+  const std::vector<std::int32_t> mine = values(me, count * p);
+  std::vector<std::int32_t> recv(count * p, -1);
+
+  team.allgather(mine.data(), n, Dtype::i32, recv.data(), n, Dtype::i32);
+  for (std::size_t i = 0; i < count * p; ++i) {
+    EXPECT_IN_RANK(recv[i] == value(int(i / count), i % count), "allgather");
+  }
+  team.alltoall(mine.data(), n, Dtype::i32, recv.data(), n, Dtype::i32);
+  for (std::size_t i = 0; i < count * p; ++i) {
+    EXPECT_IN_RANK(recv[i] == value(int(i / count), me * count + i % count), "alltoall");
+  }
+  team.reduce_scatter_block(mine.data(), recv.data(), n, Dtype::i32, Op::sum);
+  for (std::size_t i = 0; i < count; ++i) {
+    EXPECT_IN_RANK(recv[i] == wrapping_sum(0, p, me * count + i), "reduce_scatter_block");
+  }
+  team.scan(mine.data(), recv.data(), n, Dtype::i32, Op::sum);
+  for (std::size_t i = 0; i < count; ++i) {
+    EXPECT_IN_RANK(recv[i] == wrapping_sum(0, me + 1, i), "scan");
+  }
+  team.scatter(mine.data(), n, Dtype::i32, recv.data(), n, Dtype::i32, root);
+  for (std::size_t i = 0; i < count; ++i) {
+    EXPECT_IN_RANK(recv[i] == value(root, me * count + i), "scatter");
+  }
+  team.gather(mine.data(), n, Dtype::i32, recv.data(), n, Dtype::i32, root);
+  if (me == root) {
+    for (std::size_t i = 0; i < count * p; ++i) {
+      EXPECT_IN_RANK(recv[i] == value(int(i / count), i % count), "gather");
+    }
+  }
+}
+
+TEST(CollectiveEdges, CountsAtLineAndRegionBoundaries) {
+  // One-page slots: at 3 ranks a personalized region is 2048 bytes (512 i32); a message line
+  // carries 112 bytes (28 i32) at 2 ranks.
+  for (int p : {2, 3}) {
+    auto* shared = shmcoll::testing::shared_block<Shared>();
+    shmcoll::Options options;
+    options.slot_bytes = 4096;
+    shmcoll::run(p, options, [&](Team& team) {
+      for (std::size_t count : {13, 14, 27, 28, 29, 511, 512, 513, 1023, 1024, 1025, 3000}) {
+        exercise_counts(team, count, shared);
+      }
+    });
+    EXPECT_EQ(shared->failures.load(), 0) << "p = " << p;
+  }
+}
+
+TEST(CollectiveEdges, MultiMebibyteMessages) {
+  for (int p : {2, 3}) {
+    auto* shared = shmcoll::testing::shared_block<Shared>();
+    shmcoll::run(p, {}, [&](Team& team) { exercise_counts(team, (3 << 18) + 1, shared); });
+    EXPECT_EQ(shared->failures.load(), 0) << "p = " << p;
+  }
+}
+
+TEST(CollectiveEdges, ExscanLeavesRankZeroUntouched) {
+  auto* shared = shmcoll::testing::shared_block<Shared>();
+  shmcoll::run(3, {}, [&](Team& team) {
+    const int me = team.rank();
+    for (std::size_t count : {std::size_t{5}, std::size_t{100000}}) {
+      const std::vector<std::int32_t> mine = values(me, count);
+      std::vector<std::int32_t> recv(count, -7);
+      team.exscan(mine.data(), recv.data(), std::int64_t(count), Dtype::i32, Op::sum);
+      std::vector<std::int32_t> in_place = mine;
+      team.exscan(shmcoll::in_place, in_place.data(), std::int64_t(count), Dtype::i32, Op::sum);
+      for (std::size_t i = 0; i < count; ++i) {
+        EXPECT_IN_RANK(recv[i] == (me == 0 ? -7 : wrapping_sum(0, me, i)), "exscan");
+        EXPECT_IN_RANK(in_place[i] == (me == 0 ? mine[i] : wrapping_sum(0, me, i)),
+                       "exscan in place");
+      }
+    }
+  });
+  EXPECT_EQ(shared->failures.load(), 0);
+}
+
+TEST(CollectiveEdges, InPlaceReduceScatterWithUnevenCounts) {
+  auto* shared = shmcoll::testing::shared_block<Shared>();
+  shmcoll::Options options;
+  options.slot_bytes = 4096;  // 1000 i32 take four rounds of 256
+  shmcoll::run(4, options, [&](Team& team) {
+    const std::vector<std::int64_t> counts = {0, 7, 1000, 3};
+    const std::size_t offsets[] = {0, 0, 7, 1007}, total = 1010;
+    const int me = team.rank();
+    std::vector<std::int32_t> data = values(me, total);
+    team.reduce_scatter(shmcoll::in_place, data.data(), counts, Dtype::i32, Op::sum);
+    for (std::int64_t i = 0; i < counts[me]; ++i) {
+      EXPECT_IN_RANK(data[i] == wrapping_sum(0, 4, offsets[me] + std::size_t(i)),
+                     "in-place reduce_scatter");
+    }
+  });
+  EXPECT_EQ(shared->failures.load(), 0);
+}
+
+TEST(CollectiveEdges, AlltoallwWithMixedDerivedTypesAndOverlappingSendRegions) {
+  auto* shared = shmcoll::testing::shared_block<Shared>();
+  const Datatype i32 = Dtype::i32;
+  // Three ways to read 6 i32 from the same memory, and three to lay them out.
+  const std::vector<Datatype> send_types = {
+      Datatype::contiguous(6, i32), Datatype::vector(3, 2, 4, i32), Datatype::vector(6, 1, 2, i32)};
+  const std::int64_t struct_lengths[] = {2, 1}, struct_displs[] = {8, 0};
+  const Datatype struct_types[] = {i32, i32};
+  const std::vector<Datatype> recv_types = {
+      i32, Datatype::structure(struct_lengths, struct_displs, struct_types),
+      Datatype::resized(Datatype::contiguous(2, i32), 0, 12)};
+  const std::vector<std::int64_t> recv_counts = {6, 2, 3};  // 6 i32 each
+  shmcoll::run(3, {}, [&](Team& team) {
+    const int me = team.rank();
+    // Every peer's block starts at byte 0 (or 4) of the same send buffer: the regions overlap.
+    const std::vector<std::int32_t> send = values(me, 32);
+    const std::vector<std::int64_t> send_counts = {1, 1, 1}, sdispls = {0, 4, 0};
+    const std::vector<Datatype> my_send_types = {send_types[me], send_types[(me + 1) % 3],
+                                                 send_types[(me + 2) % 3]};
+    const std::vector<std::int64_t> rdispls = {0, 40, 80};  // bytes
+    std::vector<std::int32_t> recv(36, -1);
+    team.alltoallw(send.data(), send_counts, sdispls, my_send_types, recv.data(), recv_counts,
+                   rdispls, recv_types);
+    for (int source = 0; source < 3; ++source) {
+      // What `source` sent me: its type for me is send_types[(source + me) % 3].
+      const std::vector<std::int32_t> theirs = values(source, 32);
+      std::vector<std::int32_t> stream(6);
+      send_types[(source + me) % 3].pack(
+          reinterpret_cast<const std::byte*>(theirs.data()) + sdispls[me], 1, stream.data());
+      std::vector<std::int32_t> want(36, -1);
+      recv_types[source].unpack(stream.data(), recv_counts[source],
+                                reinterpret_cast<std::byte*>(want.data()) + rdispls[source]);
+      for (std::size_t i = std::size_t(rdispls[source] / 4);
+           i < std::size_t(rdispls[source] / 4) + 10; ++i) {
+        EXPECT_IN_RANK(recv[i] == want[i], "alltoallw");
+      }
+    }
+  });
+  EXPECT_EQ(shared->failures.load(), 0);
+}
+
+}  // namespace
