@@ -112,7 +112,7 @@ void Team::allgather(const void* sendbuf, std::int64_t sendcount, const Datatype
                     : checked_block(call, "sendbuf", sendbuf, "sendcount", sendcount, sendtype);
   const coll::Layout recv =
       checked_regular(call, "recvbuf", recvbuf, "recvcount", recvcount, recvtype);
-  coll::allgather(state_->context, send, recv, in_place_send, false);
+  coll::allgather(state_->context, send, recv, in_place_send);
 }
 
 void Team::allgatherv(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
@@ -125,7 +125,7 @@ void Team::allgatherv(const void* sendbuf, std::int64_t sendcount, const Datatyp
                     : checked_block(call, "sendbuf", sendbuf, "sendcount", sendcount, sendtype);
   const coll::Layout recv =
       checked_v(call, "recvbuf", recvbuf, "recvcounts", recvcounts, "displs", displs, recvtype);
-  coll::allgather(state_->context, send, recv, in_place_send, true);
+  coll::allgather(state_->context, send, recv, in_place_send);
 }
 
 void Team::alltoall(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,

@@ -27,9 +27,11 @@ class AlltoallSpec final : public ExchangeSpec {
 }  // namespace
 
 void alltoall(Context& ctx, const Layout& send, const Layout& recv, bool in_place, bool varying) {
-  std::optional<std::size_t> longest;
-  if (!varying) longest = recv.regular_bytes();
-  exchange(ctx, AlltoallSpec(send, recv, ctx.rounds.rank(), in_place), {true, longest});
+  using Knowledge = ExchangeShape::Knowledge;
+  const ExchangeShape shape = varying
+                                  ? ExchangeShape{true, Knowledge::nobody}
+                                  : ExchangeShape{true, Knowledge::everyone, recv.longest_bytes()};
+  exchange(ctx, AlltoallSpec(send, recv, ctx.rounds.rank(), in_place), shape);
 }
 
 }  // namespace shmcoll::coll

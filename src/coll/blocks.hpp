@@ -2,6 +2,7 @@
 // arguments of every data-movement collective, once the API layer has checked them.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -52,10 +53,14 @@ class Layout {
     if (counts_.empty()) return block_at(buffer_, rank * count_ * type_->extent(), count_, *type_);
     return block_at(buffer_, displacements_[rank] * type_->extent(), counts_[rank], *type_);
   }
-  // Bytes of every block, when the layout is regular (so every rank knows every length).
-  std::optional<std::size_t> regular_bytes() const {
-    if (!counts_.empty() || types_.size() > 0) return std::nullopt;
-    return std::size_t(count_) * type_->size();
+  // The longest block's bytes (for a regular layout, every block's).
+  std::size_t longest_bytes() const {
+    if (counts_.empty()) return std::size_t(count_) * type_->size();
+    std::size_t longest = 0;
+    for (std::uint32_t rank = 0; rank < counts_.size(); ++rank) {
+      longest = std::max(longest, block(rank).bytes());
+    }
+    return longest;
   }
 
  private:

@@ -51,7 +51,7 @@ void scan(Context& ctx, const void* send, void* recv, std::size_t count, Dtype d
 void scatter(Context& ctx, const Layout& send, const Block& recv, int root, bool varying);
 void gather(Context& ctx, const Block& send, const Layout& recv, int root, bool varying);
 // In place: my block is already in recv.block(me).
-void allgather(Context& ctx, const Block& send, const Layout& recv, bool in_place, bool varying);
+void allgather(Context& ctx, const Block& send, const Layout& recv, bool in_place);
 // In place: send is recv.
 void alltoall(Context& ctx, const Layout& send, const Layout& recv, bool in_place, bool varying);
 

@@ -56,7 +56,9 @@ void exchange(Context& ctx, const ExchangeSpec& spec, const ExchangeShape& shape
   shm::Rounds& rounds = ctx.rounds;
   const std::uint32_t me = rounds.rank();
   const std::uint32_t size = rounds.size();
-  if (size == 1 || shape.known_longest == std::size_t{0}) return spec.copy_own();
+  using Knowledge = ExchangeShape::Knowledge;
+  const bool all_known = shape.lengths_known_by == Knowledge::everyone;
+  if (size == 1 || (all_known && shape.longest == 0)) return spec.copy_own();
 
   const std::uint32_t regions = shape.personalized ? size - 1 : 1;
   const Geometry geometry{shape.personalized, kLinePayload / regions / 8 * 8,
@@ -73,11 +75,19 @@ void exchange(Context& ctx, const ExchangeSpec& spec, const ExchangeShape& shape
       [&](const Block& block, std::uint32_t) { my_longest = std::max(my_longest, block.bytes()); });
   const bool my_inline = my_longest <= geometry.line_region;
   const std::uint32_t my_rounds = rounds_needed(my_longest, my_inline, geometry.slot_region);
+  // The rounds this call needs as far as I know: my sends', and those of what I receive (each
+  // sender decides inline the same way).
+  std::uint32_t known_rounds = my_rounds;
+  for (std::uint32_t source = 0; source < size; ++source) {
+    const std::size_t bytes = source == me ? 0 : spec.incoming(source).bytes();
+    known_rounds = std::max(
+        known_rounds, rounds_needed(bytes, bytes <= geometry.line_region, geometry.slot_region));
+  }
 
   // Round one: blocks (or their first pieces) and my round count, all published at once.
   std::uint32_t round = rounds.begin();
   alignas(8) std::byte line[shm::kMessageBytes];
-  const LineHeader header{my_rounds, my_inline ? 1u : 0u};
+  const LineHeader header{known_rounds, my_inline ? 1u : 0u};
   std::memcpy(line, &header, kHeaderBytes);
   std::size_t line_bytes = kHeaderBytes;
   if (!my_inline) rounds.wait_slot_free(round);
@@ -96,17 +106,25 @@ void exchange(Context& ctx, const ExchangeSpec& spec, const ExchangeShape& shape
   rounds.publish_message(round, line, line_bytes);
   spec.copy_own();
 
-  std::uint32_t total_rounds = my_rounds;
-  if (shape.known_longest) {
-    total_rounds = rounds_needed(*shape.known_longest, *shape.known_longest <= geometry.line_region,
-                                 geometry.slot_region);
-  } else {
-    for (std::uint32_t peer = 0; peer < size; ++peer) {
-      if (peer == me) continue;
-      LineHeader theirs;
-      std::memcpy(&theirs, rounds.wait_message(peer, round), kHeaderBytes);
-      total_rounds = std::max(total_rounds, theirs.rounds);
-    }
+  std::uint32_t total_rounds = known_rounds;
+  auto rounds_known_by = [&](std::uint32_t peer) {
+    LineHeader theirs;
+    std::memcpy(&theirs, rounds.wait_message(peer, round), kHeaderBytes);
+    return theirs.rounds;
+  };
+  switch (shape.lengths_known_by) {
+    case Knowledge::everyone:
+      total_rounds =
+          rounds_needed(shape.longest, shape.longest <= geometry.line_region, geometry.slot_region);
+      break;
+    case Knowledge::root:
+      if (me != shape.root) total_rounds = rounds_known_by(shape.root);
+      break;
+    case Knowledge::nobody:
+      for (std::uint32_t peer = 0; peer < size; ++peer) {
+        if (peer != me) total_rounds = std::max(total_rounds, rounds_known_by(peer));
+      }
+      break;
   }
   for (std::uint32_t source = 0; source < size; ++source) {
     const Block in = source == me ? Block{} : spec.incoming(source);

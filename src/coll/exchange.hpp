@@ -9,8 +9,9 @@
 //   - in round one every sender's message line carries its round count and, when all its
 //     blocks fit (112 bytes over its regions), the data itself: small calls are one line
 //     transfer per pair, flag and data together.
-// Round counts must agree on every rank. Without v/w layouts every rank computes them from its own
-// arguments (`known_longest`); otherwise each reads all senders' counts in round one.
+// Round counts must agree on every rank. Where every rank knows every block length from its own
+// arguments (regular layouts, allgatherv) each computes them; in rooted v forms the root knows
+// them all and the others read its count; in alltoallv/w each reads every rank's count.
 #pragma once
 
 #include <cstddef>
@@ -35,9 +36,11 @@ class ExchangeSpec {
 };
 
 struct ExchangeShape {
+  enum class Knowledge { everyone, root, nobody };  // who knows every block length
   bool personalized;  // one region per destination, or one region every receiver reads
-  // The longest block of the whole call when every rank knows it from its own arguments.
-  std::optional<std::size_t> known_longest;
+  Knowledge lengths_known_by;
+  std::size_t longest = 0;  // for Knowledge::everyone: the longest block of the whole call
+  std::uint32_t root = 0;   // for Knowledge::root
 };
 
 void exchange(Context& ctx, const ExchangeSpec& spec, const ExchangeShape& shape);

@@ -36,17 +36,20 @@ class GatherSpec final : public ExchangeSpec {
 void gather(Context& ctx, const Block& send, const Layout& recv, int root, bool varying) {
   const auto me = ctx.rounds.rank();
   const bool at_root = me == std::uint32_t(root);
-  std::optional<std::size_t> longest;
-  if (!varying) longest = at_root ? recv.regular_bytes() : send.bytes();
+  using Knowledge = ExchangeShape::Knowledge;
+  const ExchangeShape shape = varying
+                                  ? ExchangeShape{false, Knowledge::root, 0, std::uint32_t(root)}
+                                  : ExchangeShape{false, Knowledge::everyone,
+                                                  at_root ? recv.longest_bytes() : send.bytes()};
   // At the root, in place is a send block of count 0: nothing to copy into its own block.
-  exchange(ctx, GatherSpec(send, recv, me, root, false), {false, longest});
+  exchange(ctx, GatherSpec(send, recv, me, root, false), shape);
 }
 
-void allgather(Context& ctx, const Block& send, const Layout& recv, bool in_place, bool varying) {
+void allgather(Context& ctx, const Block& send, const Layout& recv, bool in_place) {
   const auto me = ctx.rounds.rank();
-  std::optional<std::size_t> longest;
-  if (!varying) longest = recv.regular_bytes();
-  exchange(ctx, GatherSpec(send, recv, me, -1, in_place), {false, longest});
+  // allgatherv's receive counts are significant everywhere: every rank knows every length.
+  exchange(ctx, GatherSpec(send, recv, me, -1, in_place),
+           {false, ExchangeShape::Knowledge::everyone, recv.longest_bytes()});
 }
 
 }  // namespace shmcoll::coll

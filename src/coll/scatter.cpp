@@ -28,9 +28,12 @@ class ScatterSpec final : public ExchangeSpec {
 void scatter(Context& ctx, const Layout& send, const Block& recv, int root, bool varying) {
   const auto me = ctx.rounds.rank();
   const auto root_rank = static_cast<std::uint32_t>(root);
-  std::optional<std::size_t> longest;
-  if (!varying) longest = me == root_rank ? send.regular_bytes() : recv.bytes();
-  exchange(ctx, ScatterSpec(send, recv, me, root_rank), {true, longest});
+  using Knowledge = ExchangeShape::Knowledge;
+  const ExchangeShape shape =
+      varying ? ExchangeShape{true, Knowledge::root, 0, root_rank}
+              : ExchangeShape{true, Knowledge::everyone,
+                              me == root_rank ? send.longest_bytes() : recv.bytes()};
+  exchange(ctx, ScatterSpec(send, recv, me, root_rank), shape);
 }
 
 }  // namespace shmcoll::coll

@@ -12,8 +12,8 @@
 //   area_offset(r)         rank r's area     page-aligned, written only by rank r, so its pages
 //                                             can be placed on r's NUMA node before first touch:
 //     + 0                    RankControl       a 128-byte line pair with its round number (a futex
-//                                             word), then two message line pairs (by round
-//                                             parity) that carry payloads of up to kMessageBytes
+//                                             word), then kMessageLines message line pairs (round
+//                                             robin by round) that carry payloads of up to kMessageBytes
 //                                             beside their own round number, so a reader gets flag
 //                                             and data in one transfer (the adjacent-line
 //                                             prefetcher brings the pair's second line with the
@@ -24,7 +24,9 @@
 // round k (control[r].round = k) when its slot k%2 holds its data for round k AND it has finished
 // reading every slot of rounds < k. So a rank about to write its slot for round k waits until every
 // rank has published k-1: nobody can still be reading round k-2 from that slot. Round numbers only
-// grow and are compared in serial-number order, so they may wrap.
+// grow and are compared in serial-number order, so they may wrap. Message lines follow the same
+// rule over kMessageLines rounds: writing the line of round k waits until every rank has
+// published k - kMessageLines + 1.
 #pragma once
 
 #include <atomic>
@@ -37,7 +39,7 @@ inline constexpr std::size_t kLinePair = 128;  // adjacent-line prefetch makes 6
 inline constexpr std::size_t kPageBytes = 4096;
 inline constexpr std::size_t kLineBytes = 64;
 inline constexpr std::uint64_t kMagic = 0x4c4f43434d4853ull;  // "SHMCCOL"
-inline constexpr std::uint32_t kLayoutVersion = 3;
+inline constexpr std::uint32_t kLayoutVersion = 4;
 
 // What a member checks before trusting a segment; written once by the creator.
 struct SegmentIdentity {
@@ -63,6 +65,10 @@ struct SegmentHeader {
 static_assert(sizeof(SegmentHeader) <= kPageBytes);
 
 inline constexpr std::size_t kMessageBytes = 120;
+// Message lines per rank, used round robin: a rank may post small payloads this many rounds
+// minus one ahead of the slowest reader, so rooted small collectives in a row (bcast, scatter,
+// gather, scan) pipeline instead of waiting for a round trip each.
+inline constexpr std::uint32_t kMessageLines = 8;
 
 struct alignas(kLinePair) MessageLine {
   std::atomic<std::uint32_t> round;  // set (release) after `data` holds this round's payload
@@ -72,9 +78,10 @@ static_assert(sizeof(MessageLine) == kLinePair);
 
 struct alignas(kLinePair) RankControl {
   std::atomic<std::uint32_t> round;
-  MessageLine messages[2];
+  MessageLine messages[kMessageLines];
 };
-static_assert(sizeof(RankControl) == 3 * kLinePair);
+static_assert(sizeof(RankControl) == (1 + kMessageLines) * kLinePair);
+static_assert(sizeof(RankControl) <= kPageBytes);
 
 inline constexpr std::size_t kProfileBytes = 120;
 

@@ -62,15 +62,15 @@ void Rounds::publish_message(std::uint32_t round, const void* data, std::size_t 
     fail(Errc::invalid_argument, "rank ", rank_, ": a message of ", bytes,
          " bytes does not fit a message line (", kMessageBytes, " bytes)");
   }
-  wait_slot_free(round);  // the line of this parity last carried round - 2
-  MessageLine& line = segment_.control(rank_).messages[round & 1];
+  wait_for_all(round - (kMessageLines - 1));  // the line last carried round - kMessageLines
+  MessageLine& line = segment_.control(rank_).messages[round % kMessageLines];
   if (bytes > 0) std::memcpy(line.data, data, bytes);
   line.round.store(round, std::memory_order_release);
   publish(round);
 }
 
 const std::byte* Rounds::wait_message(std::uint32_t peer, std::uint32_t round) {
-  const MessageLine& line = segment_.control(peer).messages[round & 1];
+  const MessageLine& line = segment_.control(peer).messages[round % kMessageLines];
   // Spin on the message line itself, so flag and payload arrive in one transfer.
   if (!round_reached(known_[peer], round)) {
     known_[peer] = wait_slow(peer, round, line.round, segment_.control(peer).round);

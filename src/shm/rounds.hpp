@@ -52,8 +52,8 @@ class Rounds {
   }
 
   // Small payloads (<= kMessageBytes) travel in message lines instead of slots; the round rule
-  // is the same (publish_message waits for the line to be free). Readers call
-  // wait_message(peer, round) and read the returned bytes.
+  // is the same over kMessageLines rounds (publish_message waits for the line to be free).
+  // Readers call wait_message(peer, round) and read the returned bytes.
   void publish_message(std::uint32_t round, const void* data, std::size_t bytes);
   const std::byte* wait_message(std::uint32_t peer, std::uint32_t round);
   void wait_for_all(std::uint32_t round) {
