@@ -101,6 +101,45 @@ int shmcoll_reduce(shmcoll_team* team, const void* sendbuf, void* recvbuf, int64
                    shmcoll_dtype dtype, shmcoll_op op, int root);
 int shmcoll_allreduce(shmcoll_team* team, const void* sendbuf, void* recvbuf, int64_t count,
                       shmcoll_dtype dtype, shmcoll_op op);
+int shmcoll_reduce_scatter(shmcoll_team* team, const void* sendbuf, void* recvbuf,
+                           const int64_t* recvcounts, shmcoll_dtype dtype, shmcoll_op op);
+int shmcoll_reduce_scatter_block(shmcoll_team* team, const void* sendbuf, void* recvbuf,
+                                 int64_t recvcount, shmcoll_dtype dtype, shmcoll_op op);
+int shmcoll_scan(shmcoll_team* team, const void* sendbuf, void* recvbuf, int64_t count,
+                 shmcoll_dtype dtype, shmcoll_op op);
+int shmcoll_exscan(shmcoll_team* team, const void* sendbuf, void* recvbuf, int64_t count,
+                   shmcoll_dtype dtype, shmcoll_op op);
+
+/* Data movement, as MPI's. Arrays have one entry per rank; displacements are in elements, except
+ * alltoallw's, which are in bytes. Arrays the standard makes insignificant may be NULL. */
+int shmcoll_scatter(shmcoll_team* team, const void* sendbuf, int64_t sendcount,
+                    shmcoll_dtype sendtype, void* recvbuf, int64_t recvcount,
+                    shmcoll_dtype recvtype, int root);
+int shmcoll_scatterv(shmcoll_team* team, const void* sendbuf, const int64_t* sendcounts,
+                     const int64_t* displs, shmcoll_dtype sendtype, void* recvbuf,
+                     int64_t recvcount, shmcoll_dtype recvtype, int root);
+int shmcoll_gather(shmcoll_team* team, const void* sendbuf, int64_t sendcount,
+                   shmcoll_dtype sendtype, void* recvbuf, int64_t recvcount, shmcoll_dtype recvtype,
+                   int root);
+int shmcoll_gatherv(shmcoll_team* team, const void* sendbuf, int64_t sendcount,
+                    shmcoll_dtype sendtype, void* recvbuf, const int64_t* recvcounts,
+                    const int64_t* displs, shmcoll_dtype recvtype, int root);
+int shmcoll_allgather(shmcoll_team* team, const void* sendbuf, int64_t sendcount,
+                      shmcoll_dtype sendtype, void* recvbuf, int64_t recvcount,
+                      shmcoll_dtype recvtype);
+int shmcoll_allgatherv(shmcoll_team* team, const void* sendbuf, int64_t sendcount,
+                       shmcoll_dtype sendtype, void* recvbuf, const int64_t* recvcounts,
+                       const int64_t* displs, shmcoll_dtype recvtype);
+int shmcoll_alltoall(shmcoll_team* team, const void* sendbuf, int64_t sendcount,
+                     shmcoll_dtype sendtype, void* recvbuf, int64_t recvcount,
+                     shmcoll_dtype recvtype);
+int shmcoll_alltoallv(shmcoll_team* team, const void* sendbuf, const int64_t* sendcounts,
+                      const int64_t* sdispls, shmcoll_dtype sendtype, void* recvbuf,
+                      const int64_t* recvcounts, const int64_t* rdispls, shmcoll_dtype recvtype);
+int shmcoll_alltoallw(shmcoll_team* team, const void* sendbuf, const int64_t* sendcounts,
+                      const int64_t* sdispls, const shmcoll_dtype* sendtypes, void* recvbuf,
+                      const int64_t* recvcounts, const int64_t* rdispls,
+                      const shmcoll_dtype* recvtypes);
 
 /* inoutbuf = inbuf op inoutbuf, in this process (MPI_Reduce_local). */
 int shmcoll_reduce_local(const void* inbuf, void* inoutbuf, int64_t count, shmcoll_dtype dtype,

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,26 @@ shmcoll::Op op_of(shmcoll_op handle) {
 shmcoll::Team& team_of(shmcoll_team* team) {
   if (!team) throw shmcoll::Error(shmcoll::Errc::invalid_argument, "team is null");
   return team->team;
+}
+
+shmcoll::Dtype dtype_of(shmcoll_dtype dtype) {
+  return static_cast<shmcoll::Dtype>(dtype);
+}
+
+// A per-rank array: NULL becomes an empty span, which the collective rejects by name where the
+// array is significant.
+std::span<const std::int64_t> per_rank(const shmcoll::Team& team, const int64_t* values) {
+  if (values == nullptr) return {};
+  return {values, static_cast<std::size_t>(team.size())};
+}
+
+std::span<const shmcoll::Datatype> datatypes_of(const shmcoll::Team& team,
+                                                const shmcoll_dtype* dtypes,
+                                                std::vector<shmcoll::Datatype>& out) {
+  out.clear();
+  if (dtypes == nullptr) return {};
+  for (int rank = 0; rank < team.size(); ++rank) out.emplace_back(dtype_of(dtypes[rank]));
+  return out;
 }
 
 }  // namespace
@@ -145,30 +166,141 @@ int shmcoll_barrier(shmcoll_team* team) {
 }
 
 int shmcoll_bcast(shmcoll_team* team, void* buffer, int64_t count, shmcoll_dtype dtype, int root) {
-  return guarded(
-      [&] { team_of(team).bcast(buffer, count, static_cast<shmcoll::Dtype>(dtype), root); });
+  return guarded([&] { team_of(team).bcast(buffer, count, dtype_of(dtype), root); });
 }
 
 int shmcoll_reduce(shmcoll_team* team, const void* sendbuf, void* recvbuf, int64_t count,
                    shmcoll_dtype dtype, shmcoll_op op, int root) {
-  return guarded([&] {
-    team_of(team).reduce(sendbuf, recvbuf, count, static_cast<shmcoll::Dtype>(dtype), op_of(op),
-                         root);
-  });
+  return guarded(
+      [&] { team_of(team).reduce(sendbuf, recvbuf, count, dtype_of(dtype), op_of(op), root); });
 }
 
 int shmcoll_allreduce(shmcoll_team* team, const void* sendbuf, void* recvbuf, int64_t count,
                       shmcoll_dtype dtype, shmcoll_op op) {
+  return guarded(
+      [&] { team_of(team).allreduce(sendbuf, recvbuf, count, dtype_of(dtype), op_of(op)); });
+}
+
+int shmcoll_reduce_scatter(shmcoll_team* team, const void* sendbuf, void* recvbuf,
+                           const int64_t* recvcounts, shmcoll_dtype dtype, shmcoll_op op) {
   return guarded([&] {
-    team_of(team).allreduce(sendbuf, recvbuf, count, static_cast<shmcoll::Dtype>(dtype), op_of(op));
+    shmcoll::Team& t = team_of(team);
+    t.reduce_scatter(sendbuf, recvbuf, per_rank(t, recvcounts), dtype_of(dtype), op_of(op));
+  });
+}
+
+int shmcoll_reduce_scatter_block(shmcoll_team* team, const void* sendbuf, void* recvbuf,
+                                 int64_t recvcount, shmcoll_dtype dtype, shmcoll_op op) {
+  return guarded([&] {
+    team_of(team).reduce_scatter_block(sendbuf, recvbuf, recvcount, dtype_of(dtype), op_of(op));
+  });
+}
+
+int shmcoll_scan(shmcoll_team* team, const void* sendbuf, void* recvbuf, int64_t count,
+                 shmcoll_dtype dtype, shmcoll_op op) {
+  return guarded([&] { team_of(team).scan(sendbuf, recvbuf, count, dtype_of(dtype), op_of(op)); });
+}
+
+int shmcoll_exscan(shmcoll_team* team, const void* sendbuf, void* recvbuf, int64_t count,
+                   shmcoll_dtype dtype, shmcoll_op op) {
+  return guarded(
+      [&] { team_of(team).exscan(sendbuf, recvbuf, count, dtype_of(dtype), op_of(op)); });
+}
+
+int shmcoll_scatter(shmcoll_team* team, const void* sendbuf, int64_t sendcount,
+                    shmcoll_dtype sendtype, void* recvbuf, int64_t recvcount,
+                    shmcoll_dtype recvtype, int root) {
+  return guarded([&] {
+    team_of(team).scatter(sendbuf, sendcount, dtype_of(sendtype), recvbuf, recvcount,
+                          dtype_of(recvtype), root);
+  });
+}
+
+int shmcoll_scatterv(shmcoll_team* team, const void* sendbuf, const int64_t* sendcounts,
+                     const int64_t* displs, shmcoll_dtype sendtype, void* recvbuf,
+                     int64_t recvcount, shmcoll_dtype recvtype, int root) {
+  return guarded([&] {
+    shmcoll::Team& t = team_of(team);
+    t.scatterv(sendbuf, per_rank(t, sendcounts), per_rank(t, displs), dtype_of(sendtype), recvbuf,
+               recvcount, dtype_of(recvtype), root);
+  });
+}
+
+int shmcoll_gather(shmcoll_team* team, const void* sendbuf, int64_t sendcount,
+                   shmcoll_dtype sendtype, void* recvbuf, int64_t recvcount, shmcoll_dtype recvtype,
+                   int root) {
+  return guarded([&] {
+    team_of(team).gather(sendbuf, sendcount, dtype_of(sendtype), recvbuf, recvcount,
+                         dtype_of(recvtype), root);
+  });
+}
+
+int shmcoll_gatherv(shmcoll_team* team, const void* sendbuf, int64_t sendcount,
+                    shmcoll_dtype sendtype, void* recvbuf, const int64_t* recvcounts,
+                    const int64_t* displs, shmcoll_dtype recvtype, int root) {
+  return guarded([&] {
+    shmcoll::Team& t = team_of(team);
+    t.gatherv(sendbuf, sendcount, dtype_of(sendtype), recvbuf, per_rank(t, recvcounts),
+              per_rank(t, displs), dtype_of(recvtype), root);
+  });
+}
+
+int shmcoll_allgather(shmcoll_team* team, const void* sendbuf, int64_t sendcount,
+                      shmcoll_dtype sendtype, void* recvbuf, int64_t recvcount,
+                      shmcoll_dtype recvtype) {
+  return guarded([&] {
+    team_of(team).allgather(sendbuf, sendcount, dtype_of(sendtype), recvbuf, recvcount,
+                            dtype_of(recvtype));
+  });
+}
+
+int shmcoll_allgatherv(shmcoll_team* team, const void* sendbuf, int64_t sendcount,
+                       shmcoll_dtype sendtype, void* recvbuf, const int64_t* recvcounts,
+                       const int64_t* displs, shmcoll_dtype recvtype) {
+  return guarded([&] {
+    shmcoll::Team& t = team_of(team);
+    t.allgatherv(sendbuf, sendcount, dtype_of(sendtype), recvbuf, per_rank(t, recvcounts),
+                 per_rank(t, displs), dtype_of(recvtype));
+  });
+}
+
+int shmcoll_alltoall(shmcoll_team* team, const void* sendbuf, int64_t sendcount,
+                     shmcoll_dtype sendtype, void* recvbuf, int64_t recvcount,
+                     shmcoll_dtype recvtype) {
+  return guarded([&] {
+    team_of(team).alltoall(sendbuf, sendcount, dtype_of(sendtype), recvbuf, recvcount,
+                           dtype_of(recvtype));
+  });
+}
+
+int shmcoll_alltoallv(shmcoll_team* team, const void* sendbuf, const int64_t* sendcounts,
+                      const int64_t* sdispls, shmcoll_dtype sendtype, void* recvbuf,
+                      const int64_t* recvcounts, const int64_t* rdispls, shmcoll_dtype recvtype) {
+  return guarded([&] {
+    shmcoll::Team& t = team_of(team);
+    t.alltoallv(sendbuf, per_rank(t, sendcounts), per_rank(t, sdispls), dtype_of(sendtype), recvbuf,
+                per_rank(t, recvcounts), per_rank(t, rdispls), dtype_of(recvtype));
+  });
+}
+
+int shmcoll_alltoallw(shmcoll_team* team, const void* sendbuf, const int64_t* sendcounts,
+                      const int64_t* sdispls, const shmcoll_dtype* sendtypes, void* recvbuf,
+                      const int64_t* recvcounts, const int64_t* rdispls,
+                      const shmcoll_dtype* recvtypes) {
+  return guarded([&] {
+    shmcoll::Team& t = team_of(team);
+    // Reused across calls, so only the first call at a team size allocates.
+    thread_local std::vector<shmcoll::Datatype> send_types, recv_types;
+    t.alltoallw(sendbuf, per_rank(t, sendcounts), per_rank(t, sdispls),
+                datatypes_of(t, sendtypes, send_types), recvbuf, per_rank(t, recvcounts),
+                per_rank(t, rdispls), datatypes_of(t, recvtypes, recv_types));
   });
 }
 
 int shmcoll_reduce_local(const void* inbuf, void* inoutbuf, int64_t count, shmcoll_dtype dtype,
                          shmcoll_op op) {
-  return guarded([&] {
-    shmcoll::reduce_local(inbuf, inoutbuf, count, static_cast<shmcoll::Dtype>(dtype), op_of(op));
-  });
+  return guarded(
+      [&] { shmcoll::reduce_local(inbuf, inoutbuf, count, dtype_of(dtype), op_of(op)); });
 }
 
 int shmcoll_op_create(shmcoll_user_function* function, int commute, shmcoll_op* op) {
