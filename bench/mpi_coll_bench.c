@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
   types = malloc(sizeof(MPI_Datatype) * size);
   if (rank == 0) printf("%10s %12s %10s %10s\n", "bytes", "median_us", "min_us", "max_us");
   for (char* token = strtok(sizes, ","); token; token = strtok(NULL, ",")) {
-    const size_t bytes = parse_size(token);
+    const size_t bytes = strcmp(coll, "barrier") ? parse_size(token) : 0;
     const int count = (int)(bytes / sizeof(float));
     /* Room for a block per rank; every byte touched before timing. */
     float* send = malloc(bytes * size + 64);
