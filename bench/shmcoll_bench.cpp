@@ -31,6 +31,7 @@ struct Config {
   Op op = Op::sum;
   int iters = 30;
   bool check = false;
+  bool heap = false;  // send buffers from Team::allocate
 };
 
 // Shared between the forked ranks: per-rank sample times and the check verdict.
@@ -62,7 +63,7 @@ decltype(auto) visit_arithmetic(Dtype dtype, Fn&& fn) {
 }
 
 template <typename T>
-void fill(std::vector<std::byte>& buffer, int rank) {
+void fill(std::span<std::byte> buffer, int rank) {
   auto* values = reinterpret_cast<T*>(buffer.data());
   for (std::size_t i = 0; i < buffer.size() / sizeof(T); ++i)
     values[i] = static_cast<T>(input_value(rank, i));
@@ -152,7 +153,7 @@ struct VLayout {
 };
 
 void call_collective(shmcoll::Team& team, const std::string& coll, const Config& config,
-                     std::vector<std::byte>& send, std::vector<std::byte>& recv, std::int64_t count,
+                     std::span<std::byte> send, std::vector<std::byte>& recv, std::int64_t count,
                      const VLayout& v) {
   void* out = recv.data();
   const void* in = send.data();
@@ -207,10 +208,12 @@ void bench_rank(shmcoll::Team& team, const Config& config, const std::string& co
     const auto count = static_cast<std::int64_t>(bytes / element);
     const VLayout v(team.size(), count, config.dtype);
     // Room for a block per rank (scatter's send side, gather's receive side ...).
-    std::vector<std::byte> send(static_cast<std::size_t>(count) * element * team.size()),
-        recv(send.size());
+    const std::size_t buffer_bytes = static_cast<std::size_t>(count) * element * team.size();
+    std::vector<std::byte> private_send(config.heap ? 0 : buffer_bytes), recv(buffer_bytes);
+    const std::span<std::byte> send =
+        config.heap ? team.allocate<std::byte>(buffer_bytes) : std::span<std::byte>(private_send);
     visit_arithmetic(config.dtype, [&](auto type) { fill<decltype(type)>(send, team.rank()); });
-    recv = send;  // touched before timing, like the send buffer
+    std::copy(send.begin(), send.end(), recv.begin());  // touched before timing, like send
 
     // Warm up and size the batch on rank 0, then agree on it.
     double start = now_seconds();
@@ -235,7 +238,7 @@ void bench_rank(shmcoll::Team& team, const Config& config, const std::string& co
     if (config.check && !is_barrier) {
       visit_arithmetic(config.dtype, [&](auto type) { fill<decltype(type)>(send, team.rank()); });
       std::fill(recv.begin(), recv.end(), std::byte{0x5a});  // no stale result can pass
-      if (coll == "bcast" && team.rank() == 0) recv = send;
+      if (coll == "bcast" && team.rank() == 0) std::copy(send.begin(), send.end(), recv.begin());
       call_collective(team, coll, config, send, recv, count, v);
       const std::size_t elements =
           result_elements(coll, team.size(), team.rank(), static_cast<std::size_t>(count));
@@ -251,6 +254,7 @@ void bench_rank(shmcoll::Team& team, const Config& config, const std::string& co
         }
       }
     }
+    if (config.heap) team.deallocate(send);
     if (team.rank() == 0) rows.push_back(std::move(row));
   }
 }
@@ -311,6 +315,8 @@ int main(int argc, char** argv) {
   app.add_option("--op", op, "sum, prod, min, max");
   app.add_option("--iters", config.iters, "samples per size")->check(CLI::Range(1, 100000));
   app.add_flag("--check", config.check, "verify every result; exit 1 on a mismatch");
+  app.add_flag("--heap", config.heap,
+               "send buffers from Team::allocate, so receivers may copy straight out of them");
   CLI11_PARSE(app, argc, argv);
 
   try {

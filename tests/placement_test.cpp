@@ -6,6 +6,7 @@
 #include <numaif.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <atomic>
 #include <string>
 
@@ -70,11 +71,15 @@ TEST_P(Placements, RankPagesLandWhereThePolicySays) {
   options.bind = shmcoll::Binding::core;
   options.placement = Placement::parse(c.placement);
   options.slot_bytes = 64 << 10;
+  options.heap_bytes = 64 << 10;
   shmcoll::run(2, options, [&](shmcoll::Team& team) {
+    // The heap is placed with the rest, and its pages land when the user first writes them.
+    const std::span<char> heap = team.allocate<char>(64 << 10);
+    std::fill(heap.begin(), heap.end(), 'x');
     observe_own_area(team, c.node, c.policy, seen);
     team.barrier();
   });
-  EXPECT_EQ(seen->pages.load(), 2 * (1 + 2 * 16));
+  EXPECT_EQ(seen->pages.load(), 2 * (1 + 2 * 16 + 16));
   EXPECT_EQ(seen->wrong_node.load(), 0);
   EXPECT_EQ(seen->wrong_policy.load(), 0);
 }

@@ -94,9 +94,9 @@ void expect_refused(shm::SegmentIdentity identity, std::size_t bytes, int team_s
 }
 
 TEST(Validation, WrongMagicVersionTeamSizeOrFileSizeIsRefused) {
-  const shm::SegmentLayout layout = shm::SegmentLayout::compute(2, 4096);
-  const shm::SegmentIdentity good{shm::kMagic, shm::kLayoutVersion, 2, layout.slot_bytes,
-                                  layout.total_bytes};
+  const shm::SegmentLayout layout = shm::SegmentLayout::compute(2, 4096, 8192);
+  const shm::SegmentIdentity good{shm::kMagic,       shm::kLayoutVersion, 2,
+                                  layout.slot_bytes, layout.heap_bytes,   layout.total_bytes};
   shm::SegmentIdentity bad_magic = good;
   bad_magic.magic = 0x1234;
   expect_refused(bad_magic, layout.total_bytes, 2, "magic");
@@ -105,6 +105,9 @@ TEST(Validation, WrongMagicVersionTeamSizeOrFileSizeIsRefused) {
   expect_refused(bad_version, layout.total_bytes, 2, "layout version");
   expect_refused(good, layout.total_bytes, 3, "team of 2");
   expect_refused(good, layout.total_bytes - shm::kPageBytes, 2, "size");
+  shm::SegmentIdentity bad_heap = good;
+  bad_heap.heap_bytes = 4096;
+  expect_refused(bad_heap, layout.total_bytes, 2, "heaps");
 }
 
 TEST(Layout, EachRankOwnsWholePagesAfterTheProfiles) {

@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
     const auto tunables = shmcoll::coll::Tunables::from_env(size);
     int segment_fd = -1;
     shmcoll::shm::Segment segment =
-        shmcoll::shm::Segment::create_unlinked(size, tunables.slot_bytes, &segment_fd);
+        shmcoll::shm::Segment::create_unlinked(size, {tunables.slot_bytes, tunables.heap_bytes}, &segment_fd);
 
     sigset_t stop_signals, original_mask;
     sigemptyset(&stop_signals);

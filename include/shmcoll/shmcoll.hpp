@@ -71,6 +71,9 @@ struct Options {
   // Bytes of each of a rank's two data slots; rounded up to whole pages. 0: SHMCOLL_SLOT_BYTES or
   // the built-in default (see README, Tunables).
   std::size_t slot_bytes = 0;
+  // Bytes of each rank's heap, which Team::allocate hands out (whole pages; only what is used
+  // takes memory). 0: SHMCOLL_HEAP_BYTES or the built-in default.
+  std::size_t heap_bytes = 0;
   Binding bind = Binding::none;
   MapBy map_by = MapBy::core;
   // Unset: SHMCOLL_PLACEMENT, else local.
@@ -152,6 +155,22 @@ class Team {
                  std::span<const std::int64_t> sdispls, std::span<const Datatype> sendtypes,
                  void* recvbuf, std::span<const std::int64_t> recvcounts,
                  std::span<const std::int64_t> rdispls, std::span<const Datatype> recvtypes);
+
+  // Memory inside the segment, in this rank's heap (Options::heap_bytes). A data-movement
+  // collective whose send blocks (of a contiguous type) lie here and are at least
+  // SHMCOLL_DIRECT_MIN bytes lets the receivers copy them straight out, one copy instead of two.
+  // Not zeroed; valid until deallocate or the team's end; only this rank may deallocate it.
+  template <typename T>
+  std::span<T> allocate(std::size_t count) {
+    return {static_cast<T*>(allocate_bytes(count * sizeof(T), alignof(T) > 64 ? alignof(T) : 64)),
+            count};
+  }
+  template <typename T>
+  void deallocate(std::span<T> memory) {
+    deallocate_bytes(memory.data());
+  }
+  void* allocate_bytes(std::size_t bytes, std::size_t alignment = 64);
+  void deallocate_bytes(void* memory);
 
   template <typename T>
   void allreduce(std::span<const T> send, std::span<T> recv, const Op& op) {

@@ -61,7 +61,7 @@ void run(int n, const Options& options, const std::function<void(Team&)>& fn) {
                   detail::placement_from(options), coll::Tunables::from_env(size)};
   int fd = -1;
   shm::Segment segment =
-      shm::Segment::create_unlinked(size, detail::slot_bytes_for(options, plan.tunables), &fd);
+      shm::Segment::create_unlinked(size, detail::segment_sizes_for(options, plan.tunables), &fd);
   shm::Segment watch_segment = shm::Segment::from_fd(fd, size);  // outlives rank 0's team
   ::close(fd);
 

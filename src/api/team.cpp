@@ -24,6 +24,14 @@ void Team::check_spans(std::size_t send_size, std::size_t recv_size) {
   }
 }
 
+void* Team::allocate_bytes(std::size_t bytes, std::size_t alignment) {
+  return state_->heap.allocate(bytes, alignment);
+}
+
+void Team::deallocate_bytes(void* memory) {
+  state_->heap.deallocate(memory);
+}
+
 void Team::barrier() {
   coll::barrier(state_->context);
 }

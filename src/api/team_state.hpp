@@ -5,6 +5,7 @@
 #include "api/rank_setup.hpp"
 #include "coll/collectives.hpp"
 #include "coll/tunables.hpp"
+#include "shm/heap.hpp"
 #include "shm/rounds.hpp"
 #include "shm/segment.hpp"
 #include "topo/tree.hpp"
@@ -33,12 +34,14 @@ struct TeamState {
         rounds(place_area(std::move(segment), rank, setup), rank, wait_policy(tunables_in)),
         tree(join_and_build_tree(rounds, setup.location, tunables)),
         context(rounds, tunables, tree),
-        equal_counts(rounds.size()) {}
+        equal_counts(rounds.size()),
+        heap(rounds.segment().heap(rank), rounds.segment().layout().heap_bytes) {}
   coll::Tunables tunables;
   shm::Rounds rounds;
   topo::Tree tree;
   coll::Context context;
   std::vector<std::int64_t> equal_counts;  // reduce_scatter_block's counts, sized once
+  shm::Heap heap;                          // Team::allocate's memory
 };
 
 struct TeamAccess {
@@ -50,8 +53,9 @@ struct TeamAccess {
   static const TeamState& state(const Team& team) { return *team.state_; }
 };
 
-inline std::size_t slot_bytes_for(const Options& options, const coll::Tunables& tunables) {
-  return options.slot_bytes != 0 ? options.slot_bytes : tunables.slot_bytes;
+inline shm::SegmentSizes segment_sizes_for(const Options& options, const coll::Tunables& tunables) {
+  return {options.slot_bytes != 0 ? options.slot_bytes : tunables.slot_bytes,
+          options.heap_bytes != 0 ? options.heap_bytes : tunables.heap_bytes};
 }
 
 }  // namespace shmcoll::detail

@@ -28,9 +28,10 @@ class AlltoallSpec final : public ExchangeSpec {
 
 void alltoall(Context& ctx, const Layout& send, const Layout& recv, bool in_place, bool varying) {
   using Knowledge = ExchangeShape::Knowledge;
-  const ExchangeShape shape = varying
-                                  ? ExchangeShape{true, Knowledge::nobody}
-                                  : ExchangeShape{true, Knowledge::everyone, recv.longest_bytes()};
+  // In place, a block I send is where the block from that peer lands: no direct reads.
+  const ExchangeShape shape =
+      varying ? ExchangeShape{true, Knowledge::nobody, 0, 0, !in_place}
+              : ExchangeShape{true, Knowledge::everyone, recv.longest_bytes(), 0, !in_place};
   exchange(ctx, AlltoallSpec(send, recv, ctx.rounds.rank(), in_place), shape);
 }
 

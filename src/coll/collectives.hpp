@@ -21,7 +21,8 @@ struct Context {
         tree(tree_in),
         tree_shape(TreeShape::of(tree_in)),
         inputs(rounds_in.size()),
-        offsets(rounds_in.size()) {}
+        offsets(rounds_in.size()),
+        direct_from(rounds_in.size()) {}
   shm::Rounds& rounds;
   const Tunables& tunables;
   const topo::Tree& tree;
@@ -29,6 +30,7 @@ struct Context {
   // One entry per rank, sized once so collectives never allocate.
   std::vector<const void*> inputs;
   std::vector<std::size_t> offsets;
+  std::vector<char> direct_from;  // the exchange: which senders' blocks were read from their heap
 };
 
 void barrier(Context& ctx);

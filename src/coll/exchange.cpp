@@ -3,15 +3,18 @@
 #include <algorithm>
 #include <cstring>
 
+#include "util/fail.hpp"
+
 namespace shmcoll::coll {
 
 namespace {
 
 // Round one's message line: this header, then up to kLinePayload bytes of data.
 struct LineHeader {
-  std::uint32_t rounds;       // rounds this sender needs
-  std::uint32_t data_inline;  // 1: its blocks are in the line, not in its slot
+  std::uint32_t rounds;  // rounds this call needs, as far as the sender knows
+  std::uint32_t mode;    // where the sender's blocks are
 };
+enum Mode : std::uint32_t { in_slots, in_line, in_heap };
 constexpr std::size_t kHeaderBytes = sizeof(LineHeader);
 constexpr std::size_t kLinePayload = shm::kMessageBytes - kHeaderBytes;
 
@@ -29,6 +32,187 @@ struct Geometry {
   std::uint32_t region(std::uint32_t sender, std::uint32_t receiver) const {
     return personalized ? receiver - (receiver > sender) : 0;
   }
+};
+
+// One call of the engine: the spec, the geometry, and this rank's choices.
+class Exchange {
+ public:
+  Exchange(Context& ctx, const ExchangeSpec& spec, const ExchangeShape& shape)
+      : ctx_(ctx),
+        rounds_(ctx.rounds),
+        spec_(spec),
+        shape_(shape),
+        me_(rounds_.rank()),
+        size_(rounds_.size()),
+        geometry_{shape.personalized, kLinePayload / regions() / 8 * 8,
+                  rounds_.slot_bytes() / regions() / shm::kLineBytes * shm::kLineBytes} {}
+
+  void run() {
+    choose_mode();
+    const std::uint32_t first = rounds_.begin();
+    post_first_round(first);
+    spec_.copy_own();
+    const std::uint32_t total = total_rounds(first);
+    receive_first_round(first);
+    rounds_.release(first);  // done with every heap I read from (senders may wait for it)
+    for (std::uint32_t k = 1; k < total; ++k) next_round(k);
+    if (mode_ == in_heap) {
+      for (std::uint32_t peer = 0; peer < size_; ++peer) {
+        if (peer != me_) rounds_.wait_released(peer, first);
+      }
+    }
+  }
+
+ private:
+  std::uint32_t regions() const { return shape_.personalized ? size_ - 1 : 1; }
+
+  template <typename Fn>
+  void for_each_outgoing(Fn&& fn) const {
+    if (!shape_.personalized) return fn(spec_.outgoing(ExchangeSpec::kEveryone), 0u);
+    for (std::uint32_t dest = 0; dest < size_; ++dest) {
+      if (dest != me_) fn(spec_.outgoing(dest), geometry_.region(me_, dest));
+    }
+  }
+
+  // In the line when everything fits; from my heap when every block is there, contiguous and
+  // long enough; else through my slots. Also the rounds I know the call needs: my sends', and
+  // those of what I receive (every sender decides the same way).
+  void choose_mode() {
+    std::size_t longest = 0;
+    bool all_in_heap = shape_.direct_allowed;
+    const shm::Segment& segment = rounds_.segment();
+    for_each_outgoing([&](const Block& block, std::uint32_t) {
+      longest = std::max(longest, block.bytes());
+      if (block.bytes() == 0) return;
+      const std::byte* data = block.base + block.type->lb();
+      all_in_heap = all_in_heap && block.type->is_contiguous() && data >= segment.heap(me_) &&
+                    data + block.bytes() <= segment.heap(me_) + segment.layout().heap_bytes;
+    });
+    mode_ = longest <= geometry_.line_region                     ? in_line
+            : all_in_heap && longest >= ctx_.tunables.direct_min ? in_heap
+                                                                 : in_slots;
+    my_rounds_ = mode_ == in_slots ? rounds_needed(longest, false, geometry_.slot_region) : 1;
+    known_rounds_ = my_rounds_;
+    for (std::uint32_t source = 0; source < size_; ++source) {
+      const std::size_t bytes = source == me_ ? 0 : spec_.incoming(source).bytes();
+      known_rounds_ = std::max(known_rounds_, rounds_needed(bytes, bytes <= geometry_.line_region,
+                                                            geometry_.slot_region));
+    }
+  }
+
+  // My blocks (or their first pieces, or their heap offsets) and my round count, at once.
+  void post_first_round(std::uint32_t round) {
+    alignas(8) std::byte line[shm::kMessageBytes];
+    const LineHeader header{known_rounds_, mode_};
+    std::memcpy(line, &header, kHeaderBytes);
+    std::size_t line_bytes = kHeaderBytes;
+    if (mode_ != in_line) rounds_.wait_slot_free(round);
+    std::byte* slot = rounds_.slot(me_, round);
+    for_each_outgoing([&](const Block& block, std::uint32_t region) {
+      if (block.bytes() == 0) return;
+      if (mode_ == in_line) {
+        const std::size_t at = kHeaderBytes + region * geometry_.line_region;
+        line_bytes = std::max(line_bytes, at + block.bytes());
+        block.type->pack_range(block.base, block.count, 0, block.bytes(), line + at);
+      } else if (mode_ == in_heap) {
+        const std::uint64_t offset =
+            std::uint64_t(block.base + block.type->lb() - rounds_.segment().heap(me_));
+        std::memcpy(slot + region * geometry_.slot_region, &offset, sizeof offset);
+      } else {
+        block.type->pack_range(block.base, block.count, 0, geometry_.slot_region,
+                               slot + region * geometry_.slot_region);
+      }
+    });
+    rounds_.publish_message(round, line, line_bytes);
+  }
+
+  std::uint32_t total_rounds(std::uint32_t round) {
+    using Knowledge = ExchangeShape::Knowledge;
+    auto rounds_known_by = [&](std::uint32_t peer) {
+      LineHeader theirs;
+      std::memcpy(&theirs, rounds_.wait_message(peer, round), kHeaderBytes);
+      return theirs.rounds;
+    };
+    switch (shape_.lengths_known_by) {
+      case Knowledge::everyone:
+        return rounds_needed(shape_.longest, shape_.longest <= geometry_.line_region,
+                             geometry_.slot_region);
+      case Knowledge::root:
+        return me_ == shape_.root ? known_rounds_ : rounds_known_by(shape_.root);
+      case Knowledge::nobody:
+        break;
+    }
+    std::uint32_t total = known_rounds_;
+    for (std::uint32_t peer = 0; peer < size_; ++peer) {
+      if (peer != me_) total = std::max(total, rounds_known_by(peer));
+    }
+    return total;
+  }
+
+  void receive_first_round(std::uint32_t round) {
+    const shm::Segment& segment = rounds_.segment();
+    for (std::uint32_t source = 0; source < size_; ++source) {
+      ctx_.direct_from[source] = 0;
+      const Block in = source == me_ ? Block{} : spec_.incoming(source);
+      if (in.bytes() == 0) continue;
+      const std::byte* their_line = rounds_.wait_message(source, round);
+      LineHeader theirs;
+      std::memcpy(&theirs, their_line, kHeaderBytes);
+      const std::uint32_t region = geometry_.region(source, me_);
+      const std::byte* in_slot = rounds_.slot(source, round) + region * geometry_.slot_region;
+      if (theirs.mode == in_line) {
+        const std::byte* data = their_line + kHeaderBytes + region * geometry_.line_region;
+        in.type->unpack_range(data, in.count, 0, geometry_.line_region, in.base);
+      } else if (theirs.mode == in_heap) {
+        std::uint64_t offset;
+        std::memcpy(&offset, in_slot, sizeof offset);
+        if (offset > segment.layout().heap_bytes ||
+            in.bytes() > segment.layout().heap_bytes - offset) {
+          fail(Errc::invalid_argument, "rank ", me_, ": rank ", source, " sent a block of its heap",
+               " shorter than the ", in.bytes(), " bytes this rank expects (mismatched counts)");
+        }
+        in.type->unpack_range(segment.heap(source) + offset, in.count, 0, in.bytes(), in.base);
+        ctx_.direct_from[source] = 1;
+      } else {
+        in.type->unpack_range(in_slot, in.count, 0, geometry_.slot_region, in.base);
+      }
+    }
+  }
+
+  // Round k + 1: the next slot-region-sized piece of every block still longer than that.
+  void next_round(std::uint32_t k) {
+    const std::size_t offset = k * geometry_.slot_region;
+    const std::uint32_t round = rounds_.begin();
+    if (k < my_rounds_) {
+      rounds_.wait_slot_free(round);
+      std::byte* slot = rounds_.slot(me_, round);
+      for_each_outgoing([&](const Block& block, std::uint32_t region) {
+        if (block.bytes() <= offset) return;
+        block.type->pack_range(block.base, block.count, offset, geometry_.slot_region,
+                               slot + region * geometry_.slot_region);
+      });
+    }
+    rounds_.publish(round);
+    for (std::uint32_t source = 0; source < size_; ++source) {
+      const Block in = source == me_ ? Block{} : spec_.incoming(source);
+      if (in.bytes() <= offset || ctx_.direct_from[source]) continue;
+      rounds_.wait_for(source, round);
+      in.type->unpack_range(
+          rounds_.slot(source, round) + geometry_.region(source, me_) * geometry_.slot_region,
+          in.count, offset, geometry_.slot_region, in.base);
+    }
+  }
+
+  Context& ctx_;
+  shm::Rounds& rounds_;
+  const ExchangeSpec& spec_;
+  const ExchangeShape& shape_;
+  const std::uint32_t me_;
+  const std::uint32_t size_;
+  const Geometry geometry_;
+  Mode mode_ = in_slots;
+  std::uint32_t my_rounds_ = 1;
+  std::uint32_t known_rounds_ = 1;
 };
 
 }  // namespace
@@ -53,115 +237,10 @@ void copy_block(const Block& from, const Block& to) {
 }
 
 void exchange(Context& ctx, const ExchangeSpec& spec, const ExchangeShape& shape) {
-  shm::Rounds& rounds = ctx.rounds;
-  const std::uint32_t me = rounds.rank();
-  const std::uint32_t size = rounds.size();
-  using Knowledge = ExchangeShape::Knowledge;
-  const bool all_known = shape.lengths_known_by == Knowledge::everyone;
-  if (size == 1 || (all_known && shape.longest == 0)) return spec.copy_own();
-
-  const std::uint32_t regions = shape.personalized ? size - 1 : 1;
-  const Geometry geometry{shape.personalized, kLinePayload / regions / 8 * 8,
-                          rounds.slot_bytes() / regions / shm::kLineBytes * shm::kLineBytes};
-  auto for_each_outgoing = [&](auto&& fn) {
-    if (!shape.personalized) return fn(spec.outgoing(ExchangeSpec::kEveryone), 0u);
-    for (std::uint32_t dest = 0; dest < size; ++dest) {
-      if (dest != me) fn(spec.outgoing(dest), geometry.region(me, dest));
-    }
-  };
-
-  std::size_t my_longest = 0;
-  for_each_outgoing(
-      [&](const Block& block, std::uint32_t) { my_longest = std::max(my_longest, block.bytes()); });
-  const bool my_inline = my_longest <= geometry.line_region;
-  const std::uint32_t my_rounds = rounds_needed(my_longest, my_inline, geometry.slot_region);
-  // The rounds this call needs as far as I know: my sends', and those of what I receive (each
-  // sender decides inline the same way).
-  std::uint32_t known_rounds = my_rounds;
-  for (std::uint32_t source = 0; source < size; ++source) {
-    const std::size_t bytes = source == me ? 0 : spec.incoming(source).bytes();
-    known_rounds = std::max(
-        known_rounds, rounds_needed(bytes, bytes <= geometry.line_region, geometry.slot_region));
-  }
-
-  // Round one: blocks (or their first pieces) and my round count, all published at once.
-  std::uint32_t round = rounds.begin();
-  alignas(8) std::byte line[shm::kMessageBytes];
-  const LineHeader header{known_rounds, my_inline ? 1u : 0u};
-  std::memcpy(line, &header, kHeaderBytes);
-  std::size_t line_bytes = kHeaderBytes;
-  if (!my_inline) rounds.wait_slot_free(round);
-  std::byte* slot = rounds.slot(me, round);
-  for_each_outgoing([&](const Block& block, std::uint32_t region) {
-    if (block.bytes() == 0) return;
-    if (my_inline) {
-      const std::size_t at = kHeaderBytes + region * geometry.line_region;
-      line_bytes = std::max(line_bytes, at + block.bytes());
-      block.type->pack_range(block.base, block.count, 0, block.bytes(), line + at);
-    } else {
-      block.type->pack_range(block.base, block.count, 0, geometry.slot_region,
-                             slot + region * geometry.slot_region);
-    }
-  });
-  rounds.publish_message(round, line, line_bytes);
-  spec.copy_own();
-
-  std::uint32_t total_rounds = known_rounds;
-  auto rounds_known_by = [&](std::uint32_t peer) {
-    LineHeader theirs;
-    std::memcpy(&theirs, rounds.wait_message(peer, round), kHeaderBytes);
-    return theirs.rounds;
-  };
-  switch (shape.lengths_known_by) {
-    case Knowledge::everyone:
-      total_rounds =
-          rounds_needed(shape.longest, shape.longest <= geometry.line_region, geometry.slot_region);
-      break;
-    case Knowledge::root:
-      if (me != shape.root) total_rounds = rounds_known_by(shape.root);
-      break;
-    case Knowledge::nobody:
-      for (std::uint32_t peer = 0; peer < size; ++peer) {
-        if (peer != me) total_rounds = std::max(total_rounds, rounds_known_by(peer));
-      }
-      break;
-  }
-  for (std::uint32_t source = 0; source < size; ++source) {
-    const Block in = source == me ? Block{} : spec.incoming(source);
-    if (in.bytes() == 0) continue;
-    const std::byte* their_line = rounds.wait_message(source, round);
-    LineHeader theirs;
-    std::memcpy(&theirs, their_line, kHeaderBytes);
-    const std::uint32_t region = geometry.region(source, me);
-    const std::byte* from = theirs.data_inline != 0
-                                ? their_line + kHeaderBytes + region * geometry.line_region
-                                : rounds.slot(source, round) + region * geometry.slot_region;
-    in.type->unpack_range(from, in.count, 0, geometry.slot_region, in.base);
-  }
-
-  // Later rounds: the next slot-region-sized piece of every block still longer than that.
-  for (std::uint32_t k = 1; k < total_rounds; ++k) {
-    const std::size_t offset = k * geometry.slot_region;
-    round = rounds.begin();
-    if (k < my_rounds) {
-      rounds.wait_slot_free(round);
-      slot = rounds.slot(me, round);
-      for_each_outgoing([&](const Block& block, std::uint32_t region) {
-        if (block.bytes() <= offset) return;
-        block.type->pack_range(block.base, block.count, offset, geometry.slot_region,
-                               slot + region * geometry.slot_region);
-      });
-    }
-    rounds.publish(round);
-    for (std::uint32_t source = 0; source < size; ++source) {
-      const Block in = source == me ? Block{} : spec.incoming(source);
-      if (in.bytes() <= offset) continue;
-      rounds.wait_for(source, round);
-      in.type->unpack_range(
-          rounds.slot(source, round) + geometry.region(source, me) * geometry.slot_region, in.count,
-          offset, geometry.slot_region, in.base);
-    }
-  }
+  const bool nothing_moves =
+      shape.lengths_known_by == ExchangeShape::Knowledge::everyone && shape.longest == 0;
+  if (ctx.rounds.size() == 1 || nothing_moves) return spec.copy_own();
+  Exchange(ctx, spec, shape).run();
 }
 
 }  // namespace shmcoll::coll

@@ -8,7 +8,10 @@
 //     pack round k+1 while receivers still unpack round k;
 //   - in round one every sender's message line carries its round count and, when all its
 //     blocks fit (112 bytes over its regions), the data itself: small calls are one line
-//     transfer per pair, flag and data together.
+//     transfer per pair, flag and data together;
+//   - a sender whose blocks lie in its heap (Team::allocate) and are long enough posts their
+//     offsets instead, receivers copy them straight out (one copy, not two) and then release
+//     them; the sender returns once every rank has released.
 // Round counts must agree on every rank. Where every rank knows every block length from its own
 // arguments (regular layouts, allgatherv) each computes them; in rooted v forms the root knows
 // them all and the others read its count; in alltoallv/w each reads every rank's count.
@@ -41,6 +44,9 @@ struct ExchangeShape {
   Knowledge lengths_known_by;
   std::size_t longest = 0;  // for Knowledge::everyone: the longest block of the whole call
   std::uint32_t root = 0;   // for Knowledge::root
+  // Receivers may read a sender's blocks straight from its heap (not when a block's memory
+  // also receives during the call, as in alltoall in place).
+  bool direct_allowed = true;
 };
 
 void exchange(Context& ctx, const ExchangeSpec& spec, const ExchangeShape& shape);

@@ -31,6 +31,8 @@ const char* algorithm_name(Algorithm algorithm);
 
 struct Tunables {
   std::size_t slot_bytes;           // SHMCOLL_SLOT_BYTES
+  std::size_t heap_bytes;           // SHMCOLL_HEAP_BYTES
+  std::size_t direct_min;           // SHMCOLL_DIRECT_MIN
   std::size_t allreduce_small_max;  // SHMCOLL_ALLREDUCE_SMALL_MAX
   std::size_t reduce_small_max;     // SHMCOLL_REDUCE_SMALL_MAX
   std::uint32_t slices_min_ranks;   // SHMCOLL_SLICES_MIN_RANKS

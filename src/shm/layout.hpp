@@ -13,12 +13,16 @@
 //                                             can be placed on r's NUMA node before first touch:
 //     + 0                    RankControl       a 128-byte line pair with its round number (a futex
 //                                             word), then kMessageLines message line pairs (round
-//                                             robin by round) that carry payloads of up to kMessageBytes
-//                                             beside their own round number, so a reader gets flag
-//                                             and data in one transfer (the adjacent-line
-//                                             prefetcher brings the pair's second line with the
-//                                             first); padded to a page.
+//                                             robin by round) that carry payloads of up to
+//                                             kMessageBytes beside their own round number, so a
+//                                             reader gets flag and data in one transfer (the
+//                                             adjacent-line prefetcher brings the pair's second
+//                                             line with the first); padded to a page.
 //     + kPageBytes           two slots         of slot_bytes each, used by round parity.
+//     + 2 slots              heap              heap_bytes (0 or more whole pages) that
+//     Team::allocate
+//                                             hands out; collectives let peers read a block there
+//                                             directly instead of copying it through a slot.
 //
 // Rounds: every collective is a fixed sequence of rounds, the same on every rank. Rank r publishes
 // round k (control[r].round = k) when its slot k%2 holds its data for round k AND it has finished
@@ -47,6 +51,7 @@ struct SegmentIdentity {
   std::uint32_t layout_version;
   std::uint32_t team_size;
   std::uint64_t slot_bytes;
+  std::uint64_t heap_bytes;
   std::uint64_t total_bytes;
 };
 
@@ -78,6 +83,8 @@ static_assert(sizeof(MessageLine) == kLinePair);
 
 struct alignas(kLinePair) RankControl {
   std::atomic<std::uint32_t> round;
+  // Futex word: the last round whose direct reads (from other ranks' heaps) this rank finished.
+  alignas(64) std::atomic<std::uint32_t> released;
   MessageLine messages[kMessageLines];
 };
 static_assert(sizeof(RankControl) == (1 + kMessageLines) * kLinePair);
@@ -99,17 +106,22 @@ inline bool round_reached(std::uint32_t value, std::uint32_t target) {
 struct SegmentLayout {
   std::uint32_t team_size = 0;
   std::size_t slot_bytes = 0;
+  std::size_t heap_bytes = 0;
   std::size_t profiles_offset = 0;
   std::size_t areas_offset = 0;
-  std::size_t area_bytes = 0;  // one rank's control page and two slots
+  std::size_t area_bytes = 0;  // one rank's control page, two slots and heap
   std::size_t total_bytes = 0;
 
-  // slot_bytes is rounded up to whole pages (at least one).
-  static SegmentLayout compute(std::uint32_t team_size, std::size_t slot_bytes);
+  // Both sizes are rounded up to whole pages (a slot to at least one).
+  static SegmentLayout compute(std::uint32_t team_size, std::size_t slot_bytes,
+                               std::size_t heap_bytes = 0);
   std::size_t area_offset(std::uint32_t rank) const { return areas_offset + rank * area_bytes; }
   std::size_t control_offset(std::uint32_t rank) const { return area_offset(rank); }
   std::size_t slot_offset(std::uint32_t rank, std::uint32_t parity) const {
     return area_offset(rank) + kPageBytes + parity * slot_bytes;
+  }
+  std::size_t heap_offset(std::uint32_t rank) const {
+    return area_offset(rank) + kPageBytes + 2 * slot_bytes;
   }
 };
 

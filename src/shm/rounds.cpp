@@ -57,6 +57,12 @@ void Rounds::publish(std::uint32_t round) {
   if (segment_.header().sleepers.load(std::memory_order_acquire) != 0) futex_wake_all(word);
 }
 
+void Rounds::release(std::uint32_t round) {
+  auto& word = segment_.control(rank_).released;
+  word.store(round, std::memory_order_release);
+  if (segment_.header().sleepers.load(std::memory_order_acquire) != 0) futex_wake_all(word);
+}
+
 void Rounds::publish_message(std::uint32_t round, const void* data, std::size_t bytes) {
   if (bytes > kMessageBytes) {
     fail(Errc::invalid_argument, "rank ", rank_, ": a message of ", bytes,

@@ -62,6 +62,16 @@ class Rounds {
     }
   }
 
+  // Direct reads: a rank that copied blocks straight out of other ranks' heaps in `round` says
+  // so with release(round); their owners wait_released() before the memory may change.
+  void release(std::uint32_t round);
+  void wait_released(std::uint32_t peer, std::uint32_t round) {
+    const auto& word = segment_.control(peer).released;
+    if (!round_reached(word.load(std::memory_order_acquire), round)) {
+      wait_slow(peer, round, word, word);
+    }
+  }
+
   // Joins the team: publishes my pid and `profile_data` (at most kProfileBytes) in my profile,
   // touches my pages (place them first), waits until everyone has joined, starts watching peers.
   void join_team(std::span<const std::byte> profile_data = {});

@@ -16,7 +16,8 @@
 
 namespace shmcoll::shm {
 
-SegmentLayout SegmentLayout::compute(std::uint32_t team_size, std::size_t slot_bytes) {
+SegmentLayout SegmentLayout::compute(std::uint32_t team_size, std::size_t slot_bytes,
+                                     std::size_t heap_bytes) {
   auto round_up = [](std::size_t bytes, std::size_t to) { return (bytes + to - 1) / to * to; };
   SegmentLayout layout;
   layout.team_size = team_size;
@@ -26,7 +27,8 @@ SegmentLayout SegmentLayout::compute(std::uint32_t team_size, std::size_t slot_b
   layout.profiles_offset = kPageBytes;
   layout.areas_offset =
       round_up(layout.profiles_offset + team_size * sizeof(RankProfile), kPageBytes);
-  layout.area_bytes = kPageBytes + 2 * layout.slot_bytes;
+  layout.heap_bytes = round_up(heap_bytes, kPageBytes);
+  layout.area_bytes = kPageBytes + 2 * layout.slot_bytes + layout.heap_bytes;
   layout.total_bytes = layout.areas_offset + std::size_t{team_size} * layout.area_bytes;
   return layout;
 }
@@ -62,19 +64,23 @@ void Segment::initialize(int fd, const SegmentLayout& layout) {
   void* page = mmap(nullptr, kPageBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (page == MAP_FAILED) fail_errno("mmap of the segment header");
   auto* header = new (page) SegmentHeader{};
-  header->identity = {kMagic, kLayoutVersion, layout.team_size, layout.slot_bytes,
+  header->identity = {kMagic,
+                      kLayoutVersion,
+                      layout.team_size,
+                      layout.slot_bytes,
+                      layout.heap_bytes,
                       layout.total_bytes};
   header->initialized.store(1, std::memory_order_release);
   munmap(page, kPageBytes);
 }
 
 Segment Segment::create_named(const std::string& name, std::uint32_t team_size,
-                              std::size_t slot_bytes) {
+                              const SegmentSizes& sizes) {
   if (team_size == 0) fail(Errc::invalid_argument, "team size must be at least 1");
   const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) fail_errno("shm_open(", name, ", O_CREAT|O_EXCL)");
   try {
-    initialize(fd, SegmentLayout::compute(team_size, slot_bytes));
+    initialize(fd, SegmentLayout::compute(team_size, sizes.slot_bytes, sizes.heap_bytes));
     Segment segment = from_fd(fd, team_size);
     close_quietly(fd);
     return segment;
@@ -85,14 +91,14 @@ Segment Segment::create_named(const std::string& name, std::uint32_t team_size,
   }
 }
 
-Segment Segment::create_unlinked(std::uint32_t team_size, std::size_t slot_bytes, int* fd_out) {
+Segment Segment::create_unlinked(std::uint32_t team_size, const SegmentSizes& sizes, int* fd_out) {
   if (team_size == 0) fail(Errc::invalid_argument, "team size must be at least 1");
   const std::string name = unique_name();
   const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) fail_errno("shm_open(", name, ", O_CREAT|O_EXCL)");
   shm_unlink(name.c_str());  // from here on no name exists, whatever happens to us
   try {
-    initialize(fd, SegmentLayout::compute(team_size, slot_bytes));
+    initialize(fd, SegmentLayout::compute(team_size, sizes.slot_bytes, sizes.heap_bytes));
     Segment segment = from_fd(fd, team_size);
     if (fd_out) {
       *fd_out = fd;
@@ -168,12 +174,13 @@ Segment Segment::from_fd(int fd, std::uint32_t expected_team_size) {
     fail(Errc::segment_mismatch, "shared segment is for a team of ", h.team_size,
          ", this process expects ", expected_team_size);
   }
-  const SegmentLayout layout = SegmentLayout::compute(h.team_size, h.slot_bytes);
-  if (layout.slot_bytes != h.slot_bytes || layout.total_bytes != h.total_bytes ||
-      file_bytes != layout.total_bytes) {
+  const SegmentLayout layout = SegmentLayout::compute(h.team_size, h.slot_bytes, h.heap_bytes);
+  if (layout.slot_bytes != h.slot_bytes || layout.heap_bytes != h.heap_bytes ||
+      layout.total_bytes != h.total_bytes || file_bytes != layout.total_bytes) {
     fail(Errc::segment_mismatch, "shared segment size ", file_bytes, " (header says ",
          h.total_bytes, ") does not match the layout for ", h.team_size, " ranks with ",
-         h.slot_bytes, "-byte slots (", layout.total_bytes, " bytes)");
+         h.slot_bytes, "-byte slots and ", h.heap_bytes, "-byte heaps (", layout.total_bytes,
+         " bytes)");
   }
   void* base = mmap(nullptr, layout.total_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (base == MAP_FAILED) fail_errno("mmap of ", layout.total_bytes, " bytes of shared segment");
@@ -215,11 +222,12 @@ void Segment::prefault_own_pages(std::uint32_t rank) const {
 void Segment::abort(std::uint32_t failed_rank) const {
   std::uint32_t healthy = 0;
   header().abort_word.compare_exchange_strong(healthy, failed_rank + 1, std::memory_order_seq_cst);
-  // Sleepers wait on round words (or, while joining, on joined words); wake them all so they
-  // look at the abort word.
+  // Sleepers wait on round words (or, while joining, on joined words, or on released words);
+  // wake them all so they look at the abort word.
   for (std::uint32_t rank = 0; rank < layout_.team_size; ++rank) {
     futex_wake_all(profile(rank).joined);
     futex_wake_all(control(rank).round);
+    futex_wake_all(control(rank).released);
   }
 }
 

@@ -9,17 +9,24 @@
 
 namespace shmcoll::shm {
 
+// Per-rank sizes a segment is created with (see SegmentLayout::compute).
+struct SegmentSizes {
+  SegmentSizes(std::size_t slot, std::size_t heap = 0) : slot_bytes(slot), heap_bytes(heap) {}
+  std::size_t slot_bytes;
+  std::size_t heap_bytes;
+};
+
 class Segment {
  public:
   // A new anonymous-to-the-world segment: created under an unguessable name with O_EXCL and mode
   // 0600, and unlinked before returning. `fd_out`, when given, receives a descriptor (for children
   // that exec); otherwise the descriptor is closed.
-  static Segment create_unlinked(std::uint32_t team_size, std::size_t slot_bytes,
+  static Segment create_unlinked(std::uint32_t team_size, const SegmentSizes& sizes,
                                  int* fd_out = nullptr);
   // A new segment under `name` that other processes open with open_named(); unlink_name() removes
   // it.
   static Segment create_named(const std::string& name, std::uint32_t team_size,
-                              std::size_t slot_bytes);
+                              const SegmentSizes& sizes);
   // Opens a segment another process created, waiting up to `timeout_ms` for it to appear.
   static Segment open_named(const std::string& name, std::uint32_t expected_team_size,
                             int timeout_ms);
@@ -43,11 +50,12 @@ class Segment {
   RankProfile& profile(std::uint32_t rank) const {
     return reinterpret_cast<RankProfile*>(base_ + layout_.profiles_offset)[rank];
   }
-  // Rank `rank`'s control page and slots, for NUMA placement before they are first touched.
+  // Rank `rank`'s control page, slots and heap, for NUMA placement before they are first touched.
   std::byte* area(std::uint32_t rank) const { return base_ + layout_.area_offset(rank); }
   std::byte* slot(std::uint32_t rank, std::uint32_t parity) const {
     return base_ + layout_.slot_offset(rank, parity);
   }
+  std::byte* heap(std::uint32_t rank) const { return base_ + layout_.heap_offset(rank); }
 
   // Writes the owner's pages (control page and slots) once so no collective ever takes a
   // first-touch page fault (and, under the default first-touch NUMA policy, the pages land on the
