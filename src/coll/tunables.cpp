@@ -19,7 +19,7 @@ constexpr TunableInfo kTunables[] = {
      "bytes of each of a rank's two data slots (= pipeline chunk); memory is 2 * size * slot"},
     {"SHMCOLL_HEAP_BYTES", "67108864",
      "bytes of each rank's heap for Team::allocate (address space; pages count once written)"},
-    {"SHMCOLL_DIRECT_MIN", "32768",
+    {"SHMCOLL_DIRECT_MIN", "8192",
      "smallest block a data-movement collective lets peers read straight from a sender's heap "
      "instead of copying it through a slot"},
     {"SHMCOLL_ALLREDUCE_SMALL_MAX", "16384",
@@ -130,7 +130,7 @@ Tunables Tunables::from_env(std::uint32_t team_size) {
   Tunables t;
   t.slot_bytes = static_cast<std::size_t>(env_number("SHMCOLL_SLOT_BYTES", 256 << 10));
   t.heap_bytes = static_cast<std::size_t>(env_number("SHMCOLL_HEAP_BYTES", 64 << 20));
-  t.direct_min = static_cast<std::size_t>(env_number("SHMCOLL_DIRECT_MIN", 32 << 10));
+  t.direct_min = static_cast<std::size_t>(env_number("SHMCOLL_DIRECT_MIN", 8 << 10));
   t.allreduce_small_max =
       static_cast<std::size_t>(env_number("SHMCOLL_ALLREDUCE_SMALL_MAX", 16 << 10));
   t.reduce_small_max = static_cast<std::size_t>(env_number("SHMCOLL_REDUCE_SMALL_MAX", 16 << 10));
