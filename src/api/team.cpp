@@ -76,23 +76,22 @@ void Team::allreduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dty
 
 namespace {
 
-// reduce_scatter's buffers, once `counts` has been checked: in place the input is recvbuf.
+// reduce_scatter's buffers, once `counts` and their sum (`total_bytes` of input) have been
+// checked: in place the input is recvbuf.
 void run_reduce_scatter(const Call& call, const void* sendbuf, void* recvbuf,
-                        std::span<const std::int64_t> counts, Dtype dtype, const Op& op,
-                        TeamState& state) {
+                        std::span<const std::int64_t> counts, std::size_t total_bytes, Dtype dtype,
+                        const Op& op, TeamState& state) {
   check_op(call, op, dtype);
-  std::size_t total = 0;
-  for (std::int64_t count : counts) total += static_cast<std::size_t>(count);
-  const std::size_t element_bytes = dtype_size(dtype);
-  const std::size_t mine = static_cast<std::size_t>(counts[state.rounds.rank()]) * element_bytes;
+  const std::size_t mine =
+      static_cast<std::size_t>(counts[state.rounds.rank()]) * dtype_size(dtype);
   const bool in_place_send = sendbuf == in_place;
   if (in_place_send) {
-    check_buffer(call, "recvbuf", recvbuf, total * element_bytes);
+    check_buffer(call, "recvbuf", recvbuf, total_bytes);
     sendbuf = recvbuf;
   } else {
-    check_buffer(call, "sendbuf", sendbuf, total * element_bytes);
+    check_buffer(call, "sendbuf", sendbuf, total_bytes);
     check_buffer(call, "recvbuf", recvbuf, mine);
-    check_no_overlap(call, sendbuf, recvbuf, std::min(total * element_bytes, mine));
+    check_no_overlap(call, sendbuf, recvbuf, std::min(total_bytes, mine));
   }
   coll::reduce_scatter(state.context, sendbuf, recvbuf, counts, dtype, op, in_place_send);
 }
@@ -121,8 +120,8 @@ void Team::reduce_scatter(const void* sendbuf, void* recvbuf,
   for (std::int64_t count : recvcounts) {
     if (__builtin_add_overflow(total, count, &total)) reject(call, "recvcounts overflow in sum");
   }
-  checked_bytes(call, total, dtype);
-  run_reduce_scatter(call, sendbuf, recvbuf, recvcounts, dtype, op, *state_);
+  const std::size_t total_bytes = checked_bytes(call, total, dtype);
+  run_reduce_scatter(call, sendbuf, recvbuf, recvcounts, total_bytes, dtype, op, *state_);
 }
 
 void Team::reduce_scatter_block(const void* sendbuf, void* recvbuf, std::int64_t recvcount,
@@ -133,9 +132,9 @@ void Team::reduce_scatter_block(const void* sendbuf, void* recvbuf, std::int64_t
   if (__builtin_mul_overflow(recvcount, std::int64_t(size()), &total)) {
     reject(call, "recvcount ", recvcount, " times the team size overflows");
   }
-  checked_bytes(call, total, dtype);
+  const std::size_t total_bytes = checked_bytes(call, total, dtype);
   std::fill(state_->equal_counts.begin(), state_->equal_counts.end(), recvcount);
-  run_reduce_scatter(call, sendbuf, recvbuf, state_->equal_counts, dtype, op, *state_);
+  run_reduce_scatter(call, sendbuf, recvbuf, state_->equal_counts, total_bytes, dtype, op, *state_);
 }
 
 void Team::scan(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype dtype, const Op& op) {

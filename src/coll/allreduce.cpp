@@ -35,7 +35,7 @@ void allreduce_all_read(Context& ctx, const std::byte* send, std::byte* recv, st
     rounds.wait_slot_free(round);
     std::memcpy(rounds.slot(me, round), send + offset, n * element_bytes);
     rounds.publish(round);
-    reduce_all_slots(ctx, round, send + offset, recv + offset, n, dtype, op);
+    reduce_all_slots(ctx, round, send + offset, recv + offset, n, dtype, op, rounds.size());
   });
 }
 

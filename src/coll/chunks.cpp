@@ -7,13 +7,13 @@
 namespace shmcoll::coll {
 
 void reduce_all_slots(Context& ctx, std::uint32_t round, const std::byte* mine, std::byte* out,
-                      std::size_t count, Dtype dtype, const Op& op) {
+                      std::size_t count, Dtype dtype, const Op& op, std::uint32_t ranks) {
   shm::Rounds& rounds = ctx.rounds;
-  for (std::uint32_t peer = 0; peer < rounds.size(); ++peer) {
+  for (std::uint32_t peer = 0; peer < ranks; ++peer) {
     if (peer != rounds.rank()) rounds.wait_for(peer, round);
     ctx.inputs[peer] = peer == rounds.rank() ? mine : rounds.slot(peer, round);
   }
-  ops::reduce_kary(dtype, op, out, ctx.inputs.data(), static_cast<int>(rounds.size()), count);
+  ops::reduce_kary(dtype, op, out, ctx.inputs.data(), static_cast<int>(ranks), count);
 }
 
 void gather_reduced_slices(Context& ctx, std::uint32_t result_round, std::byte* out,

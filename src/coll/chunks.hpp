@@ -32,10 +32,10 @@ inline Slice slice_of(std::size_t n, std::uint32_t parts, std::uint32_t index,
   return {first, std::min(per, n - first)};
 }
 
-// Waits for every peer's `round`, then reduces all ranks'
-// round slots in rank order into `out`, taking my own contribution from `mine` (not my slot).
+// Waits for `round` of ranks [0, ranks), then reduces their round slots in rank order into
+// `out`, taking my own contribution (when I am among them) from `mine`, not my slot.
 void reduce_all_slots(Context& ctx, std::uint32_t round, const std::byte* mine, std::byte* out,
-                      std::size_t count, Dtype dtype, const Op& op);
+                      std::size_t count, Dtype dtype, const Op& op, std::uint32_t ranks);
 
 // Copies every rank's reduced slice of a chunk (published in `result_round`) into `out`.
 void gather_reduced_slices(Context& ctx, std::uint32_t result_round, std::byte* out,

@@ -42,7 +42,7 @@ void reduce_root_reads(Context& ctx, const std::byte* send, std::byte* recv, std
       return;
     }
     rounds.publish(round);
-    reduce_all_slots(ctx, round, send + offset, recv + offset, n, dtype, op);
+    reduce_all_slots(ctx, round, send + offset, recv + offset, n, dtype, op, rounds.size());
   });
 }
 

@@ -42,11 +42,7 @@ void scan(Context& ctx, const void* send, void* recv, std::size_t count, Dtype d
       std::memcpy(rounds.slot(me, round), in + offset, n * element_bytes);
     }
     rounds.publish(round);
-    for (std::uint32_t rank = 0; rank < contributors; ++rank) {
-      if (rank != me) rounds.wait_for(rank, round);
-      ctx.inputs[rank] = rank == me ? in + offset : rounds.slot(rank, round);
-    }
-    ops::reduce_kary(dtype, op, out + offset, ctx.inputs.data(), int(contributors), n);
+    reduce_all_slots(ctx, round, in + offset, out + offset, n, dtype, op, contributors);
   });
 }
 
