@@ -82,6 +82,16 @@ void exercise(shmcoll::Team& team, Shared* shared) {
     team.allreduce(shmcoll::in_place, in_place.data(), static_cast<std::int64_t>(count), Dtype::i64,
                    Op::sum);
     CHECK_OR_COUNT(in_place == want);
+    std::vector<std::int64_t> prefix(count, 0);
+    for (std::size_t i = 0; i < count; ++i) {
+      for (int r = 0; r <= me; ++r) prefix[i] += (r + 1) * static_cast<std::int64_t>(i + 3);
+    }
+    team.scan(send.data(), recv.data(), static_cast<std::int64_t>(count), Dtype::i64, Op::sum);
+    CHECK_OR_COUNT(recv == prefix);
+    for (std::size_t i = 0; i < count; ++i) prefix[i] -= send[i];
+    std::fill(recv.begin(), recv.end(), -1);
+    team.exscan(send.data(), recv.data(), static_cast<std::int64_t>(count), Dtype::i64, Op::sum);
+    CHECK_OR_COUNT(me == 0 ? recv == std::vector<std::int64_t>(count, -1) : recv == prefix);
     for (int root = 0; root < p; ++root) {
       std::fill(recv.begin(), recv.end(), -1);
       team.reduce(send.data(), me == root ? recv.data() : nullptr, static_cast<std::int64_t>(count),
@@ -105,6 +115,12 @@ void exercise(shmcoll::Team& team, Shared* shared) {
                   root);
       if (me == root) CHECK_OR_COUNT(recv == want);
     }
+    team.scan(send.data(), recv.data(), static_cast<std::int64_t>(count), Dtype::u64, matrix);
+    CHECK_OR_COUNT(recv == matrix_reference(me + 1, count));
+    std::vector<std::uint64_t> in_place = send;
+    team.exscan(shmcoll::in_place, in_place.data(), static_cast<std::int64_t>(count), Dtype::u64,
+                matrix);
+    CHECK_OR_COUNT(in_place == (me == 0 ? send : matrix_reference(me, count)));
   }
 }
 
@@ -179,11 +195,25 @@ TEST(TreeCollectives, SelectionTakesTheTreeOnlyWhereItPaysAndIsExact) {
   EXPECT_EQ(select_allreduce(tunables, unordered, 64, false), Algorithm::allreduce_inline);
   EXPECT_EQ(select_allreduce(tunables, shared, 64, true), Algorithm::allreduce_inline);
   EXPECT_EQ(select_allreduce(tunables, small, 64, true), Algorithm::allreduce_inline);
-  EXPECT_EQ(select_allreduce(tunables, ordered, 4096, true), Algorithm::allreduce_all_read);
+  // Medium payloads take the tree through the slots up to SHMCOLL_TREE_MAX, then the slices.
+  EXPECT_EQ(select_allreduce(tunables, ordered, 4096, true), Algorithm::allreduce_tree);
+  EXPECT_EQ(select_allreduce(tunables, ordered, 16 << 10, false), Algorithm::allreduce_tree);
+  EXPECT_EQ(select_allreduce(tunables, ordered, (16 << 10) + 1, true),
+            Algorithm::allreduce_slices);
+  EXPECT_EQ(select_allreduce(tunables, unordered, 4096, false), Algorithm::allreduce_all_read);
+  EXPECT_EQ(shmcoll::coll::select_reduce(tunables, ordered, 4096, false), Algorithm::reduce_tree);
+  EXPECT_EQ(shmcoll::coll::select_bcast(tunables, unordered, 16 << 10), Algorithm::bcast_tree);
+  EXPECT_EQ(shmcoll::coll::select_bcast(tunables, shared, 4096), Algorithm::bcast_pipelined);
   EXPECT_EQ(shmcoll::coll::select_barrier(tunables, ordered), Algorithm::barrier_tree);
   EXPECT_EQ(shmcoll::coll::select_barrier(tunables, shared), Algorithm::barrier_flat);
   EXPECT_EQ(shmcoll::coll::select_bcast(tunables, unordered, 120), Algorithm::bcast_tree);
   EXPECT_EQ(shmcoll::coll::select_reduce(tunables, unordered, 8, false), Algorithm::reduce_inline);
+  // A prefix needs rank-ordered subtrees even for a commutative op.
+  EXPECT_EQ(shmcoll::coll::select_scan(tunables, ordered, 64), Algorithm::scan_tree);
+  EXPECT_EQ(shmcoll::coll::select_scan(tunables, unordered, 64), Algorithm::scan_inline);
+  EXPECT_EQ(shmcoll::coll::select_scan(tunables, ordered, 121), Algorithm::scan_tree);
+  EXPECT_EQ(shmcoll::coll::select_scan(tunables, ordered, (16 << 10) + 1), Algorithm::scan_chunks);
+  EXPECT_EQ(shmcoll::coll::select_scan(tunables, shared, 121), Algorithm::scan_chunks);
 }
 
 // Forcing the tree algorithms on this machine's own (flat or shallow) tree, unbound, at odd sizes.

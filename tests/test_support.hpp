@@ -78,6 +78,7 @@ struct ForceTreeAlgorithms {
   ScopedEnv bcast{"SHMCOLL_BCAST_ALGORITHM", "bcast_tree"};
   ScopedEnv reduce{"SHMCOLL_REDUCE_ALGORITHM", "reduce_tree"};
   ScopedEnv allreduce{"SHMCOLL_ALLREDUCE_ALGORITHM", "allreduce_tree"};
+  ScopedEnv scan{"SHMCOLL_SCAN_ALGORITHM", "scan_tree"};
 };
 
 }  // namespace shmcoll::testing

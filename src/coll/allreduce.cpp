@@ -52,13 +52,19 @@ void allreduce_slices(Context& ctx, const std::byte* send, std::byte* recv, std:
   });
 }
 
-// Up the tree to its root, then the result down: two rounds, and every rank gets the root's bits.
+// Per chunk, up the tree to its root, then the result down: two rounds, and every rank gets the
+// root's bits.
 void allreduce_tree(Context& ctx, const std::byte* send, std::byte* recv, std::size_t count,
                     Dtype dtype, const Op& op) {
   constexpr std::uint32_t tree_root = topo::Tree::root();
-  combine_up_tree(ctx, send, ctx.rounds.rank() == tree_root ? recv : nullptr, count, dtype, op,
-                  false);
-  pass_down_tree(ctx, recv, count * dtype_size(dtype), tree_root);
+  const std::size_t element_bytes = dtype_size(dtype);
+  for_each_chunk(
+      count, ctx.rounds.slot_bytes() / element_bytes, [&](std::size_t first, std::size_t n) {
+        std::byte* result = recv + first * element_bytes;
+        combine_up_tree(ctx, send + first * element_bytes,
+                        ctx.rounds.rank() == tree_root ? result : nullptr, n, dtype, op, false);
+        pass_down_tree(ctx, result, n * element_bytes, tree_root);
+      });
 }
 
 }  // namespace

@@ -48,7 +48,9 @@ void bcast(Context& ctx, void* buffer, std::size_t bytes, int root) {
     case Algorithm::bcast_inline:
       return bcast_inline(ctx, data, bytes, root_rank);
     case Algorithm::bcast_tree:
-      return pass_down_tree(ctx, data, bytes, root_rank);
+      return for_each_chunk(bytes, ctx.rounds.slot_bytes(), [&](std::size_t first, std::size_t n) {
+        pass_down_tree(ctx, data + first, n, root_rank);
+      });
     default:
       return bcast_pipelined(ctx, data, bytes, root_rank);
   }

@@ -46,19 +46,24 @@ void reduce_root_reads(Context& ctx, const std::byte* send, std::byte* recv, std
   });
 }
 
-// One round up the tree; a root other than the tree's root copies the result the tree's root
-// posts in the same round.
+// One round per chunk up the tree; a root other than the tree's root copies the result the
+// tree's root posts in the same round.
 void reduce_tree(Context& ctx, const std::byte* send, std::byte* recv, std::size_t count,
                  Dtype dtype, const Op& op, std::uint32_t root) {
   shm::Rounds& rounds = ctx.rounds;
   constexpr std::uint32_t tree_root = topo::Tree::root();
   const bool at_tree_root = rounds.rank() == tree_root;
-  const std::uint32_t round =
-      combine_up_tree(ctx, send, at_tree_root && root == tree_root ? recv : nullptr, count, dtype,
-                      op, root != tree_root);
-  if (rounds.rank() == root && !at_tree_root) {
-    std::memcpy(recv, rounds.wait_message(tree_root, round), count * dtype_size(dtype));
-  }
+  const std::size_t element_bytes = dtype_size(dtype);
+  for_each_chunk(count, rounds.slot_bytes() / element_bytes, [&](std::size_t first, std::size_t n) {
+    const std::size_t offset = first * element_bytes;
+    std::byte* result = at_tree_root && root == tree_root ? recv + offset : nullptr;
+    const std::uint32_t round =
+        combine_up_tree(ctx, send + offset, result, n, dtype, op, root != tree_root);
+    if (rounds.rank() == root && !at_tree_root) {
+      std::memcpy(recv + offset, wait_posted(rounds, tree_root, round, n * element_bytes),
+                  n * element_bytes);
+    }
+  });
 }
 
 // Per chunk: every rank reduces one slice (the reduce work is shared), the root copies them out.

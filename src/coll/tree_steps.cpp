@@ -6,6 +6,29 @@
 
 namespace shmcoll::coll {
 
+Outbox::Outbox(shm::Rounds& rounds, std::uint32_t round, std::size_t bytes)
+    : rounds_(rounds), round_(round), bytes_(bytes), data_(line_) {
+  if (bytes > shm::kMessageBytes) {
+    rounds.wait_slot_free(round);
+    data_ = rounds.slot(rounds.rank(), round);
+  }
+}
+
+void Outbox::post() {
+  if (data_ == line_) {
+    rounds_.publish_message(round_, line_, bytes_);
+  } else {
+    rounds_.publish(round_);
+  }
+}
+
+const std::byte* wait_posted(shm::Rounds& rounds, std::uint32_t peer, std::uint32_t round,
+                             std::size_t bytes) {
+  if (bytes <= shm::kMessageBytes) return rounds.wait_message(peer, round);
+  rounds.wait_for(peer, round);
+  return rounds.slot(peer, round);
+}
+
 std::uint32_t combine_up_tree(Context& ctx, const std::byte* send, std::byte* result,
                               std::size_t count, Dtype dtype, const Op& op, bool post_at_root) {
   shm::Rounds& rounds = ctx.rounds;
@@ -13,23 +36,24 @@ std::uint32_t combine_up_tree(Context& ctx, const std::byte* send, std::byte* re
   const std::size_t bytes = count * dtype_size(dtype);
   const std::uint32_t round = rounds.begin();
   const bool at_root = node.parent < 0;
-  if (node.children.empty() && !at_root) {
-    rounds.publish_message(round, send, bytes);
+  if (at_root && !result && !post_at_root) {
+    rounds.publish(round);
     return round;
   }
   int inputs = 0;
   ctx.inputs[inputs++] = send;
   for (int child : node.children) {
-    ctx.inputs[inputs++] = rounds.wait_message(static_cast<std::uint32_t>(child), round);
+    ctx.inputs[inputs++] = wait_posted(rounds, static_cast<std::uint32_t>(child), round, bytes);
   }
-  alignas(64) std::byte partial[shm::kMessageBytes];
-  std::byte* out = at_root && result ? result : partial;
-  ops::reduce_kary(dtype, op, out, ctx.inputs.data(), inputs, count);
   if (at_root && !post_at_root) {
+    ops::reduce_kary(dtype, op, result, ctx.inputs.data(), inputs, count);
     rounds.publish(round);
-  } else {
-    rounds.publish_message(round, out, bytes);
+    return round;
   }
+  Outbox outbox(rounds, round, bytes);
+  ops::reduce_kary(dtype, op, outbox.data(), ctx.inputs.data(), inputs, count);  // a leaf copies
+  if (at_root && result) std::memcpy(result, outbox.data(), bytes);
+  outbox.post();
   return round;
 }
 
@@ -38,17 +62,17 @@ void pass_down_tree(Context& ctx, std::byte* data, std::size_t bytes, std::uint3
   const std::uint32_t me = rounds.rank();
   const topo::TreeNode& node = ctx.tree.nodes[me];
   const std::uint32_t round = rounds.begin();
-  if (me == origin) {
-    rounds.publish_message(round, data, bytes);
-    return;
+  if (me != origin) {
+    const auto source = node.parent < 0 ? origin : static_cast<std::uint32_t>(node.parent);
+    std::memcpy(data, wait_posted(rounds, source, round, bytes), bytes);
+    if (node.children.empty()) {
+      rounds.publish(round);
+      return;
+    }
   }
-  const auto source = node.parent < 0 ? origin : static_cast<std::uint32_t>(node.parent);
-  std::memcpy(data, rounds.wait_message(source, round), bytes);
-  if (node.children.empty()) {
-    rounds.publish(round);
-  } else {
-    rounds.publish_message(round, data, bytes);
-  }
+  Outbox outbox(rounds, round, bytes);
+  std::memcpy(outbox.data(), data, bytes);
+  outbox.post();
 }
 
 }  // namespace shmcoll::coll

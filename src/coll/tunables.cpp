@@ -22,6 +22,9 @@ constexpr TunableInfo kTunables[] = {
     {"SHMCOLL_DIRECT_MIN", "8192",
      "smallest block a data-movement collective lets peers read straight from a sender's heap "
      "instead of copying it through a slot"},
+    {"SHMCOLL_TREE_MAX", "16384",
+     "largest payload the tree algorithms take where the cost model says the tree pays; beyond "
+     "it the sliced algorithms share the bandwidth among all ranks"},
     {"SHMCOLL_ALLREDUCE_SMALL_MAX", "16384",
      "largest allreduce (bytes) where every rank reduces all slots itself"},
     {"SHMCOLL_REDUCE_SMALL_MAX", "16384",
@@ -40,12 +43,14 @@ constexpr TunableInfo kTunables[] = {
     {"SHMCOLL_PLACEMENT", "local", "where rank memory lives: local, interleave, node:<n>, none"},
     {"SHMCOLL_BARRIER_ALGORITHM", "auto", "force barrier_flat or barrier_tree"},
     {"SHMCOLL_ALLREDUCE_ALGORITHM", "auto",
-     "force allreduce_inline or allreduce_tree (<= 120 bytes), allreduce_all_read or "
+     "force allreduce_inline (<= 120 bytes), allreduce_tree, allreduce_all_read or "
      "allreduce_slices"},
     {"SHMCOLL_BCAST_ALGORITHM", "auto",
-     "force bcast_inline or bcast_tree (<= 120 bytes), or bcast_pipelined"},
+     "force bcast_inline (<= 120 bytes), bcast_tree or bcast_pipelined"},
     {"SHMCOLL_REDUCE_ALGORITHM", "auto",
-     "force reduce_inline or reduce_tree (<= 120 bytes), reduce_root_reads or reduce_slices"},
+     "force reduce_inline (<= 120 bytes), reduce_tree, reduce_root_reads or reduce_slices"},
+    {"SHMCOLL_SCAN_ALGORITHM", "auto",
+     "force scan_inline (<= 120 bytes), scan_tree or scan_chunks (scan and exscan)"},
 };
 
 long long env_number(const char* name, long long fallback) {
@@ -121,6 +126,12 @@ const char* algorithm_name(Algorithm algorithm) {
       return "allreduce_all_read";
     case Algorithm::allreduce_slices:
       return "allreduce_slices";
+    case Algorithm::scan_inline:
+      return "scan_inline";
+    case Algorithm::scan_chunks:
+      return "scan_chunks";
+    case Algorithm::scan_tree:
+      return "scan_tree";
   }
   return "?";
 }
@@ -131,6 +142,7 @@ Tunables Tunables::from_env(std::uint32_t team_size) {
   t.slot_bytes = static_cast<std::size_t>(env_number("SHMCOLL_SLOT_BYTES", 256 << 10));
   t.heap_bytes = static_cast<std::size_t>(env_number("SHMCOLL_HEAP_BYTES", 64 << 20));
   t.direct_min = static_cast<std::size_t>(env_number("SHMCOLL_DIRECT_MIN", 8 << 10));
+  t.tree_max = static_cast<std::size_t>(env_number("SHMCOLL_TREE_MAX", 16 << 10));
   t.allreduce_small_max =
       static_cast<std::size_t>(env_number("SHMCOLL_ALLREDUCE_SMALL_MAX", 16 << 10));
   t.reduce_small_max = static_cast<std::size_t>(env_number("SHMCOLL_REDUCE_SMALL_MAX", 16 << 10));
@@ -149,6 +161,9 @@ Tunables Tunables::from_env(std::uint32_t team_size) {
   t.forced_reduce = env_algorithm("SHMCOLL_REDUCE_ALGORITHM",
                                   {Algorithm::reduce_inline, Algorithm::reduce_tree,
                                    Algorithm::reduce_root_reads, Algorithm::reduce_slices});
+  t.forced_scan =
+      env_algorithm("SHMCOLL_SCAN_ALGORITHM",
+                    {Algorithm::scan_inline, Algorithm::scan_tree, Algorithm::scan_chunks});
   return t;
 }
 
@@ -160,19 +175,19 @@ struct Candidates {
   Algorithm larger;            // by size, for payloads beyond a message line
 };
 
-// A forced algorithm applies where it can: an inline or tree one only when the payload fits a
-// message line, a tree one only when `tree_exact` (the tree keeps the result exact).
+// A forced algorithm applies where it can: an inline one only when the payload fits a message
+// line, a tree one only when `tree_exact` (the tree keeps the result exact).
 Algorithm choose(int forced, const Candidates& candidates, std::size_t bytes, bool tree_exact,
-                 bool tree_pays) {
+                 const TreeShape& tree, const Tunables& tunables) {
   const bool fits_message = bytes <= shm::kMessageBytes;
   auto usable = [&](Algorithm algorithm) {
     if (algorithm == candidates.inline_algorithm) return fits_message;
-    if (algorithm == candidates.tree_algorithm) return fits_message && tree_exact;
+    if (algorithm == candidates.tree_algorithm) return tree_exact;
     return true;
   };
   if (forced >= 0 && usable(static_cast<Algorithm>(forced))) return static_cast<Algorithm>(forced);
-  if (!fits_message) return candidates.larger;
-  return tree_exact && tree_pays ? candidates.tree_algorithm : candidates.inline_algorithm;
+  if (tree_exact && tree.pays && bytes <= tunables.tree_max) return candidates.tree_algorithm;
+  return fits_message ? candidates.inline_algorithm : candidates.larger;
 }
 
 }  // namespace
@@ -193,7 +208,7 @@ Algorithm select_barrier(const Tunables& tunables, const TreeShape& tree) {
 Algorithm select_bcast(const Tunables& tunables, const TreeShape& tree, std::size_t bytes) {
   return choose(tunables.forced_bcast,
                 {Algorithm::bcast_inline, Algorithm::bcast_tree, Algorithm::bcast_pipelined}, bytes,
-                true, tree.pays);
+                true, tree, tunables);
 }
 
 Algorithm select_reduce(const Tunables& tunables, const TreeShape& tree, std::size_t bytes,
@@ -202,7 +217,7 @@ Algorithm select_reduce(const Tunables& tunables, const TreeShape& tree, std::si
   return choose(tunables.forced_reduce,
                 {Algorithm::reduce_inline, Algorithm::reduce_tree,
                  slices ? Algorithm::reduce_slices : Algorithm::reduce_root_reads},
-                bytes, commutative || tree.rank_ordered, tree.pays);
+                bytes, commutative || tree.rank_ordered, tree, tunables);
 }
 
 Algorithm select_allreduce(const Tunables& tunables, const TreeShape& tree, std::size_t bytes,
@@ -212,7 +227,13 @@ Algorithm select_allreduce(const Tunables& tunables, const TreeShape& tree, std:
   return choose(tunables.forced_allreduce,
                 {Algorithm::allreduce_inline, Algorithm::allreduce_tree,
                  slices ? Algorithm::allreduce_slices : Algorithm::allreduce_all_read},
-                bytes, commutative || tree.rank_ordered, tree.pays);
+                bytes, commutative || tree.rank_ordered, tree, tunables);
+}
+
+Algorithm select_scan(const Tunables& tunables, const TreeShape& tree, std::size_t bytes) {
+  return choose(tunables.forced_scan,
+                {Algorithm::scan_inline, Algorithm::scan_tree, Algorithm::scan_chunks}, bytes,
+                tree.rank_ordered, tree, tunables);
 }
 
 std::span<const TunableInfo> tunable_table() {

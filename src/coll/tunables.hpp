@@ -12,19 +12,22 @@
 namespace shmcoll::coll {
 
 enum class Algorithm {
-  barrier_flat,     // everyone publishes a round and waits for all
-  barrier_tree,     // arrivals gathered up the hierarchy tree, the release sent down it
-  bcast_inline,     // <= 120 bytes: root posts a message line pair; readers copy it out
-  bcast_pipelined,  // root copies chunks into its two slots alternately; readers copy out
-  bcast_tree,       // <= 120 bytes: down the hierarchy tree, each rank re-posting for its children
-  reduce_inline,    // <= 120 bytes: everyone posts a message line pair; root reduces them
+  barrier_flat,        // everyone publishes a round and waits for all
+  barrier_tree,        // arrivals gathered up the hierarchy tree, the release sent down it
+  bcast_inline,        // <= 120 bytes: root posts a message line pair; readers copy it out
+  bcast_pipelined,     // root copies chunks into its two slots alternately; readers copy out
+  bcast_tree,          // down the hierarchy tree, each rank re-posting for its children
+  reduce_inline,       // <= 120 bytes: everyone posts a message line pair; root reduces them
   reduce_root_reads,   // everyone copies in; root reduces all slots itself
   reduce_slices,       // every rank reduces a slice of each chunk; root gathers the slices
-  reduce_tree,         // <= 120 bytes: partial results combined up the hierarchy tree
+  reduce_tree,         // partial results combined up the hierarchy tree
   allreduce_inline,    // <= 120 bytes: as all_read, through message line pairs
   allreduce_all_read,  // everyone copies in, then every rank reduces all slots itself
   allreduce_slices,    // reduce-scatter then allgather through the slots, chunk by chunk
-  allreduce_tree,      // <= 120 bytes: reduce_tree to the tree's root, then bcast_tree
+  allreduce_tree,      // reduce_tree to the tree's root, then bcast_tree
+  scan_inline,         // <= 120 bytes: everyone posts a message line; rank r reduces ranks 0..r
+  scan_chunks,         // as scan_inline, chunk by chunk through the slots
+  scan_tree,           // subtree totals up a rank-ordered tree, then prefixes down it
 };
 
 const char* algorithm_name(Algorithm algorithm);
@@ -33,6 +36,7 @@ struct Tunables {
   std::size_t slot_bytes;           // SHMCOLL_SLOT_BYTES
   std::size_t heap_bytes;           // SHMCOLL_HEAP_BYTES
   std::size_t direct_min;           // SHMCOLL_DIRECT_MIN
+  std::size_t tree_max;             // SHMCOLL_TREE_MAX
   std::size_t allreduce_small_max;  // SHMCOLL_ALLREDUCE_SMALL_MAX
   std::size_t reduce_small_max;     // SHMCOLL_REDUCE_SMALL_MAX
   std::uint32_t slices_min_ranks;   // SHMCOLL_SLICES_MIN_RANKS
@@ -43,6 +47,7 @@ struct Tunables {
   int forced_allreduce;                         // SHMCOLL_ALLREDUCE_ALGORITHM (-1: by size)
   int forced_bcast;                             // SHMCOLL_BCAST_ALGORITHM (-1: by size)
   int forced_reduce;                            // SHMCOLL_REDUCE_ALGORITHM (-1: by size)
+  int forced_scan;                              // SHMCOLL_SCAN_ALGORITHM (-1: by size)
 
   // Reads the environment; a malformed value is an invalid_argument error naming the variable.
   static Tunables from_env(std::uint32_t team_size);
@@ -58,9 +63,10 @@ struct TreeShape {
   static TreeShape of(const topo::Tree& tree);
 };
 
-// The tree algorithms are chosen for payloads that fit a message line when the tree pays; a
-// reduction also needs a commutative op or a rank-ordered tree. Forcing a tree algorithm where
-// the op and tree forbid it gets the flat one: a forced choice never changes a result.
+// The tree algorithms are chosen up to SHMCOLL_TREE_MAX bytes when the tree pays (payloads
+// beyond a message line go through the slots, a chunk per round); a reduction also needs a
+// commutative op or a rank-ordered tree. Forcing a tree algorithm where the op and tree forbid
+// it gets the flat one: a forced choice never changes a result.
 Algorithm select_barrier(const Tunables& tunables, const TreeShape& tree);
 Algorithm select_bcast(const Tunables& tunables, const TreeShape& tree, std::size_t bytes);
 Algorithm select_reduce(const Tunables& tunables, const TreeShape& tree, std::size_t bytes,
@@ -73,6 +79,10 @@ struct TunableInfo {
   const char* default_value;
   const char* meaning;
 };
+// Scan (and exscan) over the tree needs a rank-ordered tree whatever the op: a prefix is the
+// ranks before me, which a tree combines only when every subtree is a contiguous range.
+Algorithm select_scan(const Tunables& tunables, const TreeShape& tree, std::size_t bytes);
+
 std::span<const TunableInfo> tunable_table();
 
 }  // namespace shmcoll::coll
