@@ -3,6 +3,8 @@
 
 SHMCOLL_BUILD_PACKAGES=(cmake g++ make pkg-config hwloc libhwloc-dev libnuma-dev libgtest-dev
   libbenchmark-dev libcli11-dev)
+# The two MPIs the PMPI layer is built and tested against, and the benchmarks compare with.
+SHMCOLL_MPI_PACKAGES=(openmpi-bin libopenmpi-dev mpich libmpich-dev)
 
 ensure_packages() {
   local missing=()

@@ -1,0 +1,139 @@
+// MPI's predefined types and ops as shmcoll's, user ops (MPI_Op_create) as shmcoll user ops
+// called with the caller's MPI type, and shmcoll errors as MPI error codes.
+#include <cstdio>
+#include <map>
+#include <utility>
+
+#include "mpi/layer.hpp"
+#include "ops/reduce.hpp"
+
+namespace shmcoll::mpi {
+
+namespace {
+
+struct UserOp {
+  MPI_User_function* function;
+  bool commutative;
+};
+
+// Handles are pointers in Open MPI and ints in MPICH; both order, so std::map serves either.
+std::map<MPI_Op, UserOp>& user_ops() {
+  static std::map<MPI_Op, UserOp> ops;
+  return ops;
+}
+
+// The shmcoll Op made for (user op, MPI type): made once, so a call allocates nothing.
+std::map<std::pair<MPI_Op, MPI_Datatype>, Op>& bound_user_ops() {
+  static std::map<std::pair<MPI_Op, MPI_Datatype>, Op> ops;
+  return ops;
+}
+
+}  // namespace
+
+std::optional<Dtype> dtype_of(MPI_Datatype type) {
+  // Not constant expressions in Open MPI (addresses of its globals), so compared at run time.
+  const std::pair<MPI_Datatype, Dtype> predefined[] = {
+      {MPI_INT, Dtype::i32},
+      {MPI_DOUBLE, Dtype::f64},
+      {MPI_FLOAT, Dtype::f32},
+      {MPI_LONG, Dtype::i64},
+      {MPI_UNSIGNED_LONG, Dtype::u64},
+      {MPI_UNSIGNED, Dtype::u32},
+      {MPI_LONG_LONG, Dtype::i64},
+      {MPI_UNSIGNED_LONG_LONG, Dtype::u64},
+      {MPI_SHORT, Dtype::i16},
+      {MPI_UNSIGNED_SHORT, Dtype::u16},
+      {MPI_SIGNED_CHAR, Dtype::i8},
+      {MPI_UNSIGNED_CHAR, Dtype::u8},
+      {MPI_CHAR, Dtype::character},
+      {MPI_BYTE, Dtype::byte},
+      {MPI_INT8_T, Dtype::i8},
+      {MPI_INT16_T, Dtype::i16},
+      {MPI_INT32_T, Dtype::i32},
+      {MPI_INT64_T, Dtype::i64},
+      {MPI_UINT8_T, Dtype::u8},
+      {MPI_UINT16_T, Dtype::u16},
+      {MPI_UINT32_T, Dtype::u32},
+      {MPI_UINT64_T, Dtype::u64},
+      {MPI_AINT, Dtype::i64},
+      {MPI_OFFSET, Dtype::i64},
+      {MPI_COUNT, Dtype::i64},
+      {MPI_LONG_DOUBLE, Dtype::long_double},
+      {MPI_C_BOOL, Dtype::boolean},
+      {MPI_WCHAR, Dtype::wchar},
+      {MPI_C_FLOAT_COMPLEX, Dtype::complex_f32},
+      {MPI_C_DOUBLE_COMPLEX, Dtype::complex_f64},
+      {MPI_FLOAT_INT, Dtype::float_int},
+      {MPI_DOUBLE_INT, Dtype::double_int},
+      {MPI_LONG_INT, Dtype::long_int},
+      {MPI_2INT, Dtype::int_int},
+      {MPI_SHORT_INT, Dtype::short_int},
+      {MPI_LONG_DOUBLE_INT, Dtype::long_double_int},
+  };
+  for (const auto& [handle, dtype] : predefined) {
+    if (handle == type) return dtype;
+  }
+  return std::nullopt;
+}
+
+std::optional<Op> op_of(MPI_Op op, MPI_Datatype type, Dtype dtype) {
+  const std::pair<MPI_Op, Op::Kind> predefined[] = {
+      {MPI_SUM, Op::sum},   {MPI_PROD, Op::prod},     {MPI_MIN, Op::min},
+      {MPI_MAX, Op::max},   {MPI_LAND, Op::land},     {MPI_LOR, Op::lor},
+      {MPI_LXOR, Op::lxor}, {MPI_BAND, Op::band},     {MPI_BOR, Op::bor},
+      {MPI_BXOR, Op::bxor}, {MPI_MAXLOC, Op::maxloc}, {MPI_MINLOC, Op::minloc},
+  };
+  for (const auto& [handle, kind] : predefined) {
+    // An op MPI does not define on the type goes to PMPI, which reports it in MPI's words.
+    if (handle == op) {
+      return ops::op_undefined_reason(Op(kind), dtype).empty() ? std::optional<Op>(kind)
+                                                               : std::nullopt;
+    }
+  }
+  const auto user = user_ops().find(op);
+  if (user == user_ops().end()) return std::nullopt;
+  auto& bound = bound_user_ops();
+  const auto key = std::make_pair(op, type);
+  auto found = bound.find(key);
+  if (found == bound.end()) {
+    MPI_User_function* function = user->second.function;
+    Op made = Op::create(
+        [function, type](const void* in, void* inout, std::size_t len, Dtype) {
+          int length = static_cast<int>(len);
+          MPI_Datatype caller_type = type;
+          function(const_cast<void*>(in), inout, &length, &caller_type);
+        },
+        user->second.commutative);
+    found = bound.emplace(key, made).first;
+  }
+  return found->second;
+}
+
+void remember_user_op(MPI_Op op, MPI_User_function* function, bool commutative) {
+  user_ops()[op] = {function, commutative};
+}
+
+void forget_user_op(MPI_Op op) {
+  user_ops().erase(op);
+  std::erase_if(bound_user_ops(), [op](const auto& entry) { return entry.first.first == op; });
+}
+
+int raise_error(MPI_Comm comm, const Error& error) {
+  int code = MPI_ERR_OTHER;
+  switch (error.code()) {
+    case Errc::invalid_argument:
+      code = MPI_ERR_ARG;
+      break;
+    default:
+      break;
+  }
+  MPI_Errhandler handler = MPI_ERRHANDLER_NULL;
+  PMPI_Comm_get_errhandler(comm, &handler);
+  // A fatal handler ends the job with MPI's own words; say ours first.
+  if (handler == MPI_ERRORS_ARE_FATAL) std::fprintf(stderr, "shmcoll: %s\n", error.what());
+  if (handler != MPI_ERRHANDLER_NULL) PMPI_Errhandler_free(&handler);
+  PMPI_Comm_call_errhandler(comm, code);
+  return code;
+}
+
+}  // namespace shmcoll::mpi

@@ -1,0 +1,70 @@
+// SHMCOLL_MPI_VERBOSE=1: what went through shmcoll and what through PMPI, per collective.
+#include <cstdio>
+#include <cstdlib>
+
+#include "mpi/layer.hpp"
+
+namespace shmcoll::mpi {
+
+namespace {
+
+struct Tally {
+  long calls = 0;
+  long bytes = 0;
+  double seconds = 0;
+};
+struct Row {
+  Tally shmcoll, pmpi;
+};
+
+Row rows[static_cast<int>(Collective::count_)];
+
+bool verbose() {
+  static const bool on = [] {
+    const char* text = std::getenv("SHMCOLL_MPI_VERBOSE");
+    return text && *text && *text != '0';
+  }();
+  return on;
+}
+
+constexpr const char* kNames[] = {
+    "barrier", "bcast",    "reduce",   "allreduce", "reduce_scatter", "reduce_scatter_block",
+    "scatter", "scatterv", "gather",   "gatherv",   "allgather",      "allgatherv",
+    "scan",    "exscan",   "alltoall", "alltoallv", "alltoallw",      "reduce_local"};
+static_assert(std::size(kNames) == static_cast<std::size_t>(Collective::count_));
+
+}  // namespace
+
+CallTimer::CallTimer(Collective which) : which_(which) {
+  if (verbose()) start_ = std::chrono::steady_clock::now();
+}
+
+CallTimer::~CallTimer() {
+  if (!verbose()) return;
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start_;
+  Row& row = rows[static_cast<int>(which_)];
+  Tally& tally = shmcoll_ ? row.shmcoll : row.pmpi;
+  ++tally.calls;
+  tally.bytes += static_cast<long>(bytes_);
+  tally.seconds += took.count();
+}
+
+void print_statistics() {
+  if (!verbose()) return;
+  int rank = 0;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank != 0) return;
+  std::fprintf(stderr,
+               "shmcoll MPI layer, rank 0: collective, calls through shmcoll / PMPI, bytes "
+               "through shmcoll, time in each (s)\n");
+  for (int which = 0; which < static_cast<int>(Collective::count_); ++which) {
+    const Row& row = rows[which];
+    if (row.shmcoll.calls + row.pmpi.calls == 0) continue;
+    std::fprintf(stderr,
+                 "shmcoll:   %-20s shmcoll %8ld  pmpi %8ld  bytes %12ld  time %.6f / %.6f\n",
+                 kNames[which], row.shmcoll.calls, row.pmpi.calls, row.shmcoll.bytes,
+                 row.shmcoll.seconds, row.pmpi.seconds);
+  }
+}
+
+}  // namespace shmcoll::mpi

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# usage: run_mpi_layer_test.sh MPIRUN PROGRAM LAYER_LIBRARY NP [FAKE_NODES]
+# Runs PROGRAM under MPIRUN with NP ranks twice, without the layer and with it preloaded, and
+# passes when both runs pass their own checks, every rank's digest is the same in both, and the
+# layer really took the shmcoll path (SHMCOLL_MPI_VERBOSE's counts), except with fake nodes,
+# where calls spanning pretend nodes must go to PMPI.
+set -euo pipefail
+mpirun=$1 program=$2 layer=$3 np=$4 fake_nodes=${5:-0}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# Open MPI wants --oversubscribe for more ranks than cores; MPICH's hydra oversubscribes anyway.
+extra=()
+case "$("$mpirun" --version 2>&1)" in
+  *OpenRTE* | *"Open MPI"*) extra=(--oversubscribe --mca btl self,vader) ;;
+esac
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+"$mpirun" "${extra[@]}" -np "$np" "$program" > "$work/plain" 2> "$work/plain.err" ||
+  { cat "$work/plain" "$work/plain.err"; echo "FAIL: the program fails without the layer"; exit 1; }
+# The preload goes on the program only, not on the launcher.
+"$mpirun" "${extra[@]}" -np "$np" env LD_PRELOAD="$layer" SHMCOLL_MPI_VERBOSE=1 \
+  SHMCOLL_MPI_FAKE_NODES="$fake_nodes" "$program" > "$work/layer" 2> "$work/layer.err" ||
+  { cat "$work/layer" "$work/layer.err"; echo "FAIL: the program fails with the layer"; exit 1; }
+sort "$work/plain" > "$work/plain.sorted"
+sort "$work/layer" > "$work/layer.sorted"
+cat "$work/layer.sorted" "$work/layer.err"
+if ! diff "$work/plain.sorted" "$work/layer.sorted"; then
+  echo "FAIL: results differ with the layer"
+  exit 1
+fi
+[ "$(grep -c digest "$work/layer.sorted")" -eq "$np" ] || { echo "FAIL: not every rank reported"; exit 1; }
+through_shmcoll=$(awk '/shmcoll:   allreduce/ {print $4}' "$work/layer.err")
+if [ "$fake_nodes" -le 1 ] && [ "${through_shmcoll:-0}" -eq 0 ]; then
+  echo "FAIL: no allreduce went through shmcoll"
+  exit 1
+fi
+echo "PASS: $np ranks, identical results with and without the layer, ${through_shmcoll:-0} allreduce calls through shmcoll on rank 0"
