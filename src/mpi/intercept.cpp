@@ -15,12 +15,6 @@ const void* send_of(const void* buffer) {
   return buffer == MPI_IN_PLACE ? shmcoll::in_place : buffer;
 }
 
-int comm_rank(MPI_Comm comm) {
-  int rank = 0;
-  PMPI_Comm_rank(comm, &rank);
-  return rank;
-}
-
 std::size_t bytes_of(int count, Dtype dtype) {
   return count > 0 ? static_cast<std::size_t>(count) * shmcoll::dtype_size(dtype) : 0;
 }
@@ -102,7 +96,7 @@ int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
   if (Team* team = shm_op ? team_of(comm) : nullptr) {
     try {
       // recvbuf is significant only at the root; elsewhere it may be anything.
-      team->reduce(send_of(sendbuf), comm_rank(comm) == root ? recvbuf : nullptr, count, *dtype,
+      team->reduce(send_of(sendbuf), team->rank() == root ? recvbuf : nullptr, count, *dtype,
                    *shm_op, root);
       timer.through_shmcoll(bytes_of(count, *dtype));
       return MPI_SUCCESS;

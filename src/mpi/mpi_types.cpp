@@ -31,8 +31,8 @@ std::map<std::pair<MPI_Op, MPI_Datatype>, Op>& bound_user_ops() {
 }  // namespace
 
 std::optional<Dtype> dtype_of(MPI_Datatype type) {
-  // Not constant expressions in Open MPI (addresses of its globals), so compared at run time.
-  const std::pair<MPI_Datatype, Dtype> predefined[] = {
+  // Not constant expressions in Open MPI (addresses of its globals), so a table made on first use.
+  static const std::pair<MPI_Datatype, Dtype> predefined[] = {
       {MPI_INT, Dtype::i32},
       {MPI_DOUBLE, Dtype::f64},
       {MPI_FLOAT, Dtype::f32},
@@ -77,7 +77,7 @@ std::optional<Dtype> dtype_of(MPI_Datatype type) {
 }
 
 std::optional<Op> op_of(MPI_Op op, MPI_Datatype type, Dtype dtype) {
-  const std::pair<MPI_Op, Op::Kind> predefined[] = {
+  static const std::pair<MPI_Op, Op::Kind> predefined[] = {
       {MPI_SUM, Op::sum},   {MPI_PROD, Op::prod},     {MPI_MIN, Op::min},
       {MPI_MAX, Op::max},   {MPI_LAND, Op::land},     {MPI_LOR, Op::lor},
       {MPI_LXOR, Op::lxor}, {MPI_BAND, Op::band},     {MPI_BOR, Op::bor},
