@@ -19,6 +19,19 @@ std::size_t bytes_of(int count, Dtype dtype) {
   return count > 0 ? static_cast<std::size_t>(count) * shmcoll::dtype_size(dtype) : 0;
 }
 
+// Runs `call` on the shmcoll path: success is recorded as `bytes` through shmcoll, a shmcoll
+// error is raised through the communicator's error handler.
+template <typename Call>
+int through_shmcoll(MPI_Comm comm, CallTimer& timer, std::size_t bytes, Call&& call) {
+  try {
+    call();
+    timer.through_shmcoll(bytes);
+    return MPI_SUCCESS;
+  } catch (const Error& error) {
+    return raise_error(comm, error);
+  }
+}
+
 }  // namespace
 
 extern "C" {
@@ -62,13 +75,7 @@ int MPI_Op_free(MPI_Op* op) {
 int MPI_Barrier(MPI_Comm comm) {
   CallTimer timer(Collective::barrier);
   if (Team* team = team_of(comm)) {
-    try {
-      team->barrier();
-      timer.through_shmcoll(0);
-      return MPI_SUCCESS;
-    } catch (const Error& error) {
-      return raise_error(comm, error);
-    }
+    return through_shmcoll(comm, timer, 0, [&] { team->barrier(); });
   }
   return PMPI_Barrier(comm);
 }
@@ -77,13 +84,8 @@ int MPI_Bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm com
   CallTimer timer(Collective::bcast);
   const auto dtype = dtype_of(type);
   if (Team* team = dtype ? team_of(comm) : nullptr) {
-    try {
-      team->bcast(buffer, count, *dtype, root);
-      timer.through_shmcoll(bytes_of(count, *dtype));
-      return MPI_SUCCESS;
-    } catch (const Error& error) {
-      return raise_error(comm, error);
-    }
+    return through_shmcoll(comm, timer, bytes_of(count, *dtype),
+                           [&] { team->bcast(buffer, count, *dtype, root); });
   }
   return PMPI_Bcast(buffer, count, type, root, comm);
 }
@@ -94,15 +96,11 @@ int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
   const auto dtype = dtype_of(type);
   const auto shm_op = dtype ? op_of(op, type, *dtype) : std::nullopt;
   if (Team* team = shm_op ? team_of(comm) : nullptr) {
-    try {
-      // recvbuf is significant only at the root; elsewhere it may be anything.
+    // recvbuf is significant only at the root; elsewhere it may be anything.
+    return through_shmcoll(comm, timer, bytes_of(count, *dtype), [&] {
       team->reduce(send_of(sendbuf), team->rank() == root ? recvbuf : nullptr, count, *dtype,
                    *shm_op, root);
-      timer.through_shmcoll(bytes_of(count, *dtype));
-      return MPI_SUCCESS;
-    } catch (const Error& error) {
-      return raise_error(comm, error);
-    }
+    });
   }
   return PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm);
 }
@@ -113,13 +111,9 @@ int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype ty
   const auto dtype = dtype_of(type);
   const auto shm_op = dtype ? op_of(op, type, *dtype) : std::nullopt;
   if (Team* team = shm_op ? team_of(comm) : nullptr) {
-    try {
+    return through_shmcoll(comm, timer, bytes_of(count, *dtype), [&] {
       team->allreduce(send_of(sendbuf), recvbuf, count, *dtype, *shm_op);
-      timer.through_shmcoll(bytes_of(count, *dtype));
-      return MPI_SUCCESS;
-    } catch (const Error& error) {
-      return raise_error(comm, error);
-    }
+    });
   }
   return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
 }
@@ -129,13 +123,8 @@ int MPI_Reduce_local(const void* inbuf, void* inoutbuf, int count, MPI_Datatype 
   const auto dtype = layer_disabled() ? std::nullopt : dtype_of(type);
   const auto shm_op = dtype ? op_of(op, type, *dtype) : std::nullopt;
   if (shm_op) {
-    try {
-      shmcoll::reduce_local(inbuf, inoutbuf, count, *dtype, *shm_op);
-      timer.through_shmcoll(bytes_of(count, *dtype));
-      return MPI_SUCCESS;
-    } catch (const Error& error) {
-      return raise_error(MPI_COMM_SELF, error);
-    }
+    return through_shmcoll(MPI_COMM_SELF, timer, bytes_of(count, *dtype),
+                           [&] { shmcoll::reduce_local(inbuf, inoutbuf, count, *dtype, *shm_op); });
   }
   return PMPI_Reduce_local(inbuf, inoutbuf, count, type, op);
 }

@@ -66,7 +66,6 @@ class CallTimer {
     shmcoll_ = true;
     bytes_ = bytes;
   }
-  void bytes(std::size_t bytes) { bytes_ = bytes; }
 
  private:
   Collective which_;
