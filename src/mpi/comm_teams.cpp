@@ -1,21 +1,26 @@
-// One shmcoll team per communicator whose members share the node, cached as an attribute and
-// freed with the communicator. Creation is collective: rank 0 makes a segment name and hands it
-// out with PMPI_Bcast, everyone joins, and a PMPI_Allreduce agrees whether all succeeded, so
-// every member takes the same path for the communicator's whole life.
+// One shmcoll team per communicator whose members share the node, or a node hierarchy for one
+// spanning nodes, cached as an attribute and freed with the communicator. Creation is
+// collective: rank 0 makes a segment name and hands it out with PMPI_Bcast, everyone joins, and
+// a PMPI_Allreduce agrees whether all succeeded, so every member takes the same path for the
+// communicator's whole life.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 
-#include "mpi/layer.hpp"
+#include "mpi/hierarchy.hpp"
 
 namespace shmcoll::mpi {
 
 namespace {
 
-// A communicator's entry: a team, or a decision (made once, by all members) to use PMPI.
+// A communicator's entry: a team, a hierarchy, or a decision (made once, by all members) to use
+// PMPI.
 struct CachedTeam {
   std::optional<Team> team;
+  std::unique_ptr<NodeHierarchy> spanning;
+  bool holds_team() const { return team || spanning; }
 };
 
 int keyval = MPI_KEYVAL_INVALID;
@@ -35,16 +40,17 @@ int team_cap() {
 
 int delete_cached(MPI_Comm, int, void* value, void*) {
   auto* cached = static_cast<CachedTeam*>(value);
-  if (cached->team) --teams_alive;
+  if (cached->holds_team()) --teams_alive;
   delete cached;
   return MPI_SUCCESS;
 }
 
-// Whether every member of `comm` shares this node (SHMCOLL_MPI_FAKE_NODES=k splits the ranks of
-// MPI_COMM_WORLD into k pretend nodes, so the multi-node path can be tested on one machine).
-bool on_one_node(MPI_Comm comm) {
-  int size = 0;
-  PMPI_Comm_size(comm, &size);
+// This rank's node-mates in `comm`, in `comm`'s rank order (SHMCOLL_MPI_FAKE_NODES=k splits the
+// ranks of MPI_COMM_WORLD into k pretend nodes, so the multi-node path can be tested on one
+// machine).
+MPI_Comm split_by_node(MPI_Comm comm) {
+  int rank = 0;
+  PMPI_Comm_rank(comm, &rank);
   MPI_Comm node = MPI_COMM_NULL;
   const int fake_nodes = env_int("SHMCOLL_MPI_FAKE_NODES", 0);
   if (fake_nodes > 1) {
@@ -52,44 +58,62 @@ bool on_one_node(MPI_Comm comm) {
     PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &world_size);
     const int per_node = (world_size + fake_nodes - 1) / fake_nodes;
-    PMPI_Comm_split(comm, world_rank / per_node, 0, &node);
+    PMPI_Comm_split(comm, world_rank / per_node, rank, &node);
   } else {
-    PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
   }
-  int node_size = 0;
-  PMPI_Comm_size(node, &node_size);
-  PMPI_Comm_free(&node);
-  return node_size == size;
+  return node;
 }
 
-std::optional<Team> create_team(MPI_Comm comm) {
-  int rank = 0, size = 0;
-  PMPI_Comm_rank(comm, &rank);
-  PMPI_Comm_size(comm, &size);
+// Fills `cached` with a team (all of `comm` on this node) or a hierarchy (spanning nodes), or
+// leaves it empty when any member cannot take part.
+void create_team(MPI_Comm comm, CachedTeam& cached) {
   // Everyone must agree to try: the cap counts this process's teams, which differ by rank.
   int willing = teams_alive < team_cap() ? 1 : 0, all_willing = 0;
   PMPI_Allreduce(&willing, &all_willing, 1, MPI_INT, MPI_MIN, comm);
-  if (!all_willing || !on_one_node(comm)) return std::nullopt;
+  if (!all_willing) return;
 
-  char name[256] = {};
-  if (rank == 0) {
-    const std::string made = Team::unique_segment_name();
-    std::snprintf(name, sizeof name, "%s", made.c_str());
-  }
-  PMPI_Bcast(name, sizeof name, MPI_CHAR, 0, comm);
-  std::optional<Team> team;
+  MPI_Comm node = split_by_node(comm);
+  int size = 0, node_size = 0, rank = 0;
+  PMPI_Comm_size(comm, &size);
+  PMPI_Comm_size(node, &node_size);
+  PMPI_Comm_rank(comm, &rank);
   try {
-    Options options;
-    options.heap_bytes = 4096;  // MPI programs bring their own buffers
-    team.emplace(Team::join(name, rank, size, options));
+    if (node_size == size) {
+      cached.team.emplace(join_node_team(comm));
+    } else {
+      cached.spanning = std::make_unique<NodeHierarchy>(comm, node);
+      node = MPI_COMM_NULL;  // the hierarchy owns it now
+    }
   } catch (const Error& error) {
     std::fprintf(stderr, "shmcoll: rank %d: no shared-memory team (%s); using MPI\n", rank,
                  error.what());
   }
-  int joined = team ? 1 : 0, all_joined = 0;
+  if (node != MPI_COMM_NULL) PMPI_Comm_free(&node);
+  int joined = cached.holds_team() ? 1 : 0, all_joined = 0;
   PMPI_Allreduce(&joined, &all_joined, 1, MPI_INT, MPI_MIN, comm);
-  if (!all_joined) return std::nullopt;
-  return team;
+  if (!all_joined) {
+    cached.team.reset();
+    cached.spanning.reset();
+  }
+}
+
+CachedTeam* cached_of(MPI_Comm comm) {
+  if (layer_disabled() || comm == MPI_COMM_NULL) return nullptr;
+  if (keyval == MPI_KEYVAL_INVALID) {
+    PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_cached, &keyval, nullptr);
+  }
+  void* value = nullptr;
+  int found = 0;
+  PMPI_Comm_get_attr(comm, keyval, &value, &found);
+  if (found) return static_cast<CachedTeam*>(value);
+  auto* cached = new CachedTeam;
+  int inter = 0;
+  PMPI_Comm_test_inter(comm, &inter);
+  if (!inter) create_team(comm, *cached);
+  if (cached->holds_team()) ++teams_alive;
+  PMPI_Comm_set_attr(comm, keyval, cached);
+  return cached;
 }
 
 }  // namespace
@@ -104,25 +128,25 @@ void set_thread_level(int provided) {
   thread_level = provided;
 }
 
-Team* team_of(MPI_Comm comm) {
-  if (layer_disabled() || comm == MPI_COMM_NULL) return nullptr;
-  if (keyval == MPI_KEYVAL_INVALID) {
-    PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_cached, &keyval, nullptr);
+Team join_node_team(MPI_Comm comm) {
+  int rank = 0, size = 0;
+  PMPI_Comm_rank(comm, &rank);
+  PMPI_Comm_size(comm, &size);
+  char name[256] = {};
+  if (rank == 0) {
+    const std::string made = Team::unique_segment_name();
+    std::snprintf(name, sizeof name, "%s", made.c_str());
   }
-  void* value = nullptr;
-  int found = 0;
-  PMPI_Comm_get_attr(comm, keyval, &value, &found);
-  if (found) {
-    auto* cached = static_cast<CachedTeam*>(value);
-    return cached->team ? &*cached->team : nullptr;
-  }
-  auto* cached = new CachedTeam;
-  int inter = 0;
-  PMPI_Comm_test_inter(comm, &inter);
-  if (!inter) cached->team = create_team(comm);
-  if (cached->team) ++teams_alive;
-  PMPI_Comm_set_attr(comm, keyval, cached);
-  return cached->team ? &*cached->team : nullptr;
+  PMPI_Bcast(name, sizeof name, MPI_CHAR, 0, comm);
+  Options options;
+  options.heap_bytes = 4096;  // MPI programs bring their own buffers
+  return Team::join(name, rank, size, options);
+}
+
+Route route_of(MPI_Comm comm) {
+  CachedTeam* cached = cached_of(comm);
+  if (!cached) return {};
+  return {cached->team ? &*cached->team : nullptr, cached->spanning.get()};
 }
 
 void release_world_teams() {

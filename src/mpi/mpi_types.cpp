@@ -28,11 +28,10 @@ std::map<std::pair<MPI_Op, MPI_Datatype>, Op>& bound_user_ops() {
   return ops;
 }
 
-}  // namespace
-
-std::optional<Dtype> dtype_of(MPI_Datatype type) {
+using TypeTable = std::pair<MPI_Datatype, Dtype>[36];
+const TypeTable& predefined_types() {
   // Not constant expressions in Open MPI (addresses of its globals), so a table made on first use.
-  static const std::pair<MPI_Datatype, Dtype> predefined[] = {
+  static const TypeTable predefined = {
       {MPI_INT, Dtype::i32},
       {MPI_DOUBLE, Dtype::f64},
       {MPI_FLOAT, Dtype::f32},
@@ -70,12 +69,21 @@ std::optional<Dtype> dtype_of(MPI_Datatype type) {
       {MPI_SHORT_INT, Dtype::short_int},
       {MPI_LONG_DOUBLE_INT, Dtype::long_double_int},
   };
-  for (const auto& [handle, dtype] : predefined) {
+  return predefined;
+}
+
+}  // namespace
+
+std::optional<Dtype> dtype_of(MPI_Datatype type) {
+  for (const auto& [handle, dtype] : predefined_types()) {
     if (handle == type) return dtype;
   }
   return std::nullopt;
 }
 
+namespace {
+
+// `type` is the call's MPI type, `dtype` its element type.
 std::optional<Op> op_of(MPI_Op op, MPI_Datatype type, Dtype dtype) {
   static const std::pair<MPI_Op, Op::Kind> predefined[] = {
       {MPI_SUM, Op::sum},   {MPI_PROD, Op::prod},     {MPI_MIN, Op::min},
@@ -107,6 +115,18 @@ std::optional<Op> op_of(MPI_Op op, MPI_Datatype type, Dtype dtype) {
     found = bound.emplace(key, made).first;
   }
   return found->second;
+}
+
+}  // namespace
+
+std::optional<Reduction> reduction_of(MPI_Datatype type, MPI_Op op) {
+  // Derived types go to PMPI: the standard defines predefined ops on predefined types only
+  // (Open MPI rejects the rest, MPICH extends), and a user op must see whole elements of the
+  // caller's type, which shmcoll's chunks do not promise.
+  const auto dtype = dtype_of(type);
+  const auto shm_op = dtype ? op_of(op, type, *dtype) : std::nullopt;
+  if (!shm_op) return std::nullopt;
+  return Reduction{*dtype, *shm_op};
 }
 
 void remember_user_op(MPI_Op op, MPI_User_function* function, bool commutative) {

@@ -8,33 +8,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "layer_check.h"
+
 // Defined by the layer, so null when the program runs without it.
 extern const char* shmcoll_mpi_layer_version(void) __attribute__((weak));
 
-static int failures = 0;
+int failures = 0;
 static uint64_t digest = 1469598103934665603ull;
 
-static void absorb(const void* data, size_t bytes) {
+void absorb(const void* data, size_t bytes) {
   const unsigned char* p = data;
   for (size_t i = 0; i < bytes; ++i) digest = (digest ^ p[i]) * 1099511628211ull;
 }
-
-#define CHECK(cond, ...)                                    \
-  do {                                                      \
-    if (!(cond)) {                                          \
-      ++failures;                                           \
-      fprintf(stderr, "line %d: check failed: ", __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                         \
-      fprintf(stderr, "\n");                                \
-    }                                                       \
-  } while (0)
 
 static int64_t value(int rank, int i) {
   return (int64_t)((rank + 1) * 1000003 + i * 7919) % 1000 - 300;
 }
 
 // 2x2 matrices of uint64 (4 elements each), multiplied modulo 2^64: not commutative.
-static void matrix_product(void* in, void* inout, int* len, MPI_Datatype* type) {
+void matrix_product(void* in, void* inout, int* len, MPI_Datatype* type) {
   (void)type;
   const uint64_t* a = in;
   uint64_t* b = inout;
@@ -55,20 +47,18 @@ static void absdiff_sum(void* in, void* inout, int* len, MPI_Datatype* type) {
 }
 
 // MPICH 4.0.2 crashes on in-place MPI_Reduce at a non-zero root with large counts; where MPICH
-// would run it (no layer, or pretend nodes, which the layer hands to MPI for now) the program
-// takes the same-result out-of-place form.
+// would run it (no layer) the program takes the same-result out-of-place form. The layer runs
+// it itself, on pretend nodes too (their leaders reduce out of place).
 static int in_place_reduce_works(int root, int count) {
 #ifdef MPICH_VERSION
-  const char* fake_nodes = getenv("SHMCOLL_MPI_FAKE_NODES");
-  const int layer_runs_it = shmcoll_mpi_layer_version && !(fake_nodes && atoi(fake_nodes) > 1);
-  return layer_runs_it || root == 0 || count < 10;
+  return shmcoll_mpi_layer_version || root == 0 || count < 10;
 #else
   (void)root, (void)count;
   return 1;
 #endif
 }
 
-static uint64_t matrix_entry(int rank, int i) {
+uint64_t matrix_entry(int rank, int i) {
   return (i % 4 == 3) ? 1 : (uint64_t)(i * 13 + rank * 5 + 1) % 7;
 }
 
@@ -191,7 +181,7 @@ static void check_bcast_and_barrier(MPI_Comm comm) {
   for (int i = 0; i < 10; ++i) MPI_Barrier(comm);
 }
 
-// A derived type the layer does not map, and MAXLOC on a pair type, and Reduce_local.
+// A contiguous derived type in bcast, MAXLOC on a pair type, and Reduce_local.
 static void check_other_types(MPI_Comm comm) {
   int rank, size;
   MPI_Comm_rank(comm, &rank);
@@ -242,6 +232,8 @@ static void check_all(MPI_Comm comm) {
   for (int count = 0; count <= 70000; count = count ? count * 9 : 1) check_reductions(comm, count);
   check_user_ops(comm);
   check_other_types(comm);
+  check_prefix_and_scatter_reductions(comm);
+  check_movement(comm);
 }
 
 int main(int argc, char** argv) {
@@ -255,8 +247,15 @@ int main(int argc, char** argv) {
   MPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &reversed);  // rank order reversed
   check_all(halves);
   check_all(reversed);
+  // Even world ranks first: on pretend nodes this interleaves the nodes, so a non-commutative op
+  // must not be reduced node by node.
+  MPI_Comm interleaved;
+  MPI_Comm_split(MPI_COMM_WORLD, 0, (rank % 2) * size + rank, &interleaved);
+  check_user_ops(interleaved);
+  check_reductions(interleaved, 100);
   MPI_Comm_free(&halves);
   MPI_Comm_free(&reversed);
+  MPI_Comm_free(&interleaved);
   for (int i = 0; i < 40; ++i) {  // many short-lived communicators must not exhaust memory
     MPI_Comm dup;
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);

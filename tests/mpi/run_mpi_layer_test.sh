@@ -2,8 +2,9 @@
 # usage: run_mpi_layer_test.sh MPIRUN PROGRAM LAYER_LIBRARY NP [FAKE_NODES]
 # Runs PROGRAM under MPIRUN with NP ranks twice, without the layer and with it preloaded, and
 # passes when both runs pass their own checks, every rank's digest is the same in both, and the
-# layer really took the shmcoll path (SHMCOLL_MPI_VERBOSE's counts), except with fake nodes,
-# where calls spanning pretend nodes must go to PMPI.
+# layer really took the shmcoll path (SHMCOLL_MPI_VERBOSE's counts on rank 0): every intercepted
+# collective, or with fake nodes the ones that run node by node (barrier, bcast, reduce,
+# allreduce; the rest go to PMPI on communicators spanning pretend nodes).
 set -euo pipefail
 mpirun=$1 program=$2 layer=$3 np=$4 fake_nodes=${5:-0}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -29,9 +30,15 @@ if ! diff "$work/plain.sorted" "$work/layer.sorted"; then
   exit 1
 fi
 [ "$(grep -c digest "$work/layer.sorted")" -eq "$np" ] || { echo "FAIL: not every rank reported"; exit 1; }
-through_shmcoll=$(awk '/shmcoll:   allreduce/ {print $4}' "$work/layer.err")
-if [ "$fake_nodes" -le 1 ] && [ "${through_shmcoll:-0}" -eq 0 ]; then
-  echo "FAIL: no allreduce went through shmcoll"
-  exit 1
-fi
-echo "PASS: $np ranks, identical results with and without the layer, ${through_shmcoll:-0} allreduce calls through shmcoll on rank 0"
+collectives="barrier bcast reduce allreduce reduce_local"
+[ "$fake_nodes" -le 1 ] && collectives="$collectives reduce_scatter reduce_scatter_block scatter
+  scatterv gather gatherv allgather allgatherv scan exscan alltoall alltoallv alltoallw"
+for name in $collectives; do
+  count=$(awk -v name="$name" '$1 == "shmcoll:" && $2 == name {print $4}' "$work/layer.err")
+  if [ "${count:-0}" -eq 0 ]; then
+    echo "FAIL: no $name call went through shmcoll"
+    exit 1
+  fi
+done
+through_shmcoll=$(awk '$1 == "shmcoll:" && $2 == "allreduce" {print $4}' "$work/layer.err")
+echo "PASS: $np ranks, identical results with and without the layer, $through_shmcoll allreduce calls through shmcoll on rank 0"

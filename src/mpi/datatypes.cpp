@@ -1,0 +1,184 @@
+// MPI datatypes as shmcoll Datatypes. A derived type is decoded once, by walking its
+// constructor tree with MPI_Type_get_envelope/contents, and cached per handle until
+// MPI_Type_free (a freed handle may come back as a different type). Also the layer's reused
+// arrays for v-collective arguments.
+#include <array>
+#include <map>
+#include <vector>
+
+#include "mpi/layer.hpp"
+
+namespace shmcoll::mpi {
+
+namespace {
+
+std::optional<Datatype> decode(MPI_Datatype type);
+
+// MPI_Type_create_subarray as nested hvectors: dimension by dimension from the slowest, placed
+// at the start corner and resized to the whole array, as the standard defines it.
+Datatype subarray(const std::vector<int>& ints, const Datatype& old) {
+  const int dims = ints[0];
+  const bool c_order = ints[1 + 3 * dims] == MPI_ORDER_C;
+  // Dimension d of the C-order view, the last one varying fastest.
+  auto at = [&](int base, int d) { return ints[1 + base * dims + (c_order ? d : dims - 1 - d)]; };
+  std::vector<std::int64_t> stride(dims);
+  std::int64_t bytes = old.extent();
+  for (int d = dims - 1; d >= 0; --d) {
+    stride[d] = bytes;
+    bytes *= at(0, d);
+  }
+  Datatype made = Datatype::contiguous(at(1, dims - 1), old);
+  std::int64_t offset = at(2, dims - 1) * stride[dims - 1];
+  for (int d = dims - 2; d >= 0; --d) {
+    made = Datatype::hvector(at(1, d), 1, stride[d], made);
+    offset += at(2, d) * stride[d];
+  }
+  const std::int64_t one = 1;
+  made = Datatype::hindexed({&one, 1}, {&offset, 1}, made);
+  return Datatype::resized(made, 0, bytes);
+}
+
+std::optional<Datatype> decode_named(MPI_Datatype type) {
+  if (const auto dtype = dtype_of(type)) return Datatype(*dtype);
+  // Other named types (Fortran's, MPI_PACKED, ...) move as bytes when they are one plain run.
+  MPI_Aint lb = 0, extent = 0;
+  int size = 0;
+  PMPI_Type_get_extent(type, &lb, &extent);
+  PMPI_Type_size(type, &size);
+  if (lb != 0 || size <= 0 || extent != size) return std::nullopt;
+  return Datatype::contiguous(size, Datatype(Dtype::byte));
+}
+
+std::optional<Datatype> decode_derived(MPI_Datatype type, int combiner, int int_count,
+                                       int address_count, int type_count) {
+  std::vector<int> ints(int_count);
+  std::vector<MPI_Aint> addresses(address_count);
+  std::vector<MPI_Datatype> handles(type_count);
+  PMPI_Type_get_contents(type, int_count, address_count, type_count, ints.data(), addresses.data(),
+                         handles.data());
+  std::vector<Datatype> inner;
+  bool decoded = true;
+  for (MPI_Datatype handle : handles) {
+    if (auto made = decode(handle)) {
+      inner.push_back(*made);
+    } else {
+      decoded = false;
+    }
+    // get_contents hands out new handles for derived types, which the caller frees.
+    int n1, n2, n3, inner_combiner;
+    PMPI_Type_get_envelope(handle, &n1, &n2, &n3, &inner_combiner);
+    if (inner_combiner != MPI_COMBINER_NAMED) PMPI_Type_free(&handle);
+  }
+  if (!decoded) return std::nullopt;
+
+  const std::int64_t count = int_count > 0 ? ints[0] : 0;
+  auto wide = [](auto first, std::int64_t n) {
+    return std::vector<std::int64_t>(first, first + n);
+  };
+  switch (combiner) {
+    case MPI_COMBINER_DUP:
+      return inner[0];
+    case MPI_COMBINER_CONTIGUOUS:
+      return Datatype::contiguous(count, inner[0]);
+    case MPI_COMBINER_VECTOR:
+      return Datatype::vector(count, ints[1], ints[2], inner[0]);
+    case MPI_COMBINER_HVECTOR:
+      return Datatype::hvector(count, ints[1], addresses[0], inner[0]);
+    case MPI_COMBINER_INDEXED:
+      return Datatype::indexed(wide(&ints[1], count), wide(&ints[1 + count], count), inner[0]);
+    case MPI_COMBINER_HINDEXED:
+      return Datatype::hindexed(wide(&ints[1], count), wide(addresses.data(), count), inner[0]);
+    case MPI_COMBINER_INDEXED_BLOCK:
+      return Datatype::indexed_block(ints[1], wide(&ints[2], count), inner[0]);
+    case MPI_COMBINER_HINDEXED_BLOCK:
+      return Datatype::hindexed(std::vector<std::int64_t>(count, ints[1]),
+                                wide(addresses.data(), count), inner[0]);
+    case MPI_COMBINER_STRUCT:
+      return Datatype::structure(wide(&ints[1], count), wide(addresses.data(), count), inner);
+    case MPI_COMBINER_RESIZED:
+      return Datatype::resized(inner[0], addresses[0], addresses[1]);
+    case MPI_COMBINER_SUBARRAY:
+      return subarray(ints, inner[0]);
+    default:  // darray, Fortran parameterized types: PMPI
+      return std::nullopt;
+  }
+}
+
+// The decoded type is held to MPI's own size and bounds: an MPI may pad a struct's extent
+// differently, and MPI's word is the one the program was written against.
+std::optional<Datatype> decode(MPI_Datatype type) {
+  int int_count = 0, address_count = 0, type_count = 0, combiner = 0;
+  PMPI_Type_get_envelope(type, &int_count, &address_count, &type_count, &combiner);
+  if (combiner == MPI_COMBINER_NAMED) return decode_named(type);
+  auto made = decode_derived(type, combiner, int_count, address_count, type_count);
+  if (!made) return std::nullopt;
+  MPI_Aint lb = 0, extent = 0;
+  int size = 0;
+  PMPI_Type_get_extent(type, &lb, &extent);
+  PMPI_Type_size(type, &size);
+  if (made->size() != static_cast<std::size_t>(size)) return std::nullopt;
+  if (made->lb() != lb || made->extent() != extent) return Datatype::resized(*made, lb, extent);
+  return made;
+}
+
+std::map<MPI_Datatype, std::optional<Datatype>>& decoded_types() {
+  static std::map<MPI_Datatype, std::optional<Datatype>> types;
+  return types;
+}
+
+std::array<std::vector<std::int64_t>, 4> wide_arrays;
+std::array<std::vector<Datatype>, 2> type_arrays;
+
+std::vector<std::int64_t>& wide_array(int n, int slot) {
+  auto& array = wide_arrays[slot];
+  if (array.size() < static_cast<std::size_t>(n)) array.resize(n);
+  return array;
+}
+
+}  // namespace
+
+const Datatype* datatype_of(MPI_Datatype type) {
+  if (type == MPI_DATATYPE_NULL) return nullptr;
+  auto& types = decoded_types();
+  auto found = types.find(type);
+  if (found == types.end()) found = types.emplace(type, decode(type)).first;
+  return found->second ? &*found->second : nullptr;
+}
+
+void forget_datatype(MPI_Datatype type) {
+  decoded_types().erase(type);
+}
+
+const Datatype& unused_type() {
+  static const Datatype unused(Dtype::byte);
+  return unused;
+}
+
+std::span<const std::int64_t> widen(const int* values, int n, int slot) {
+  if (!values || n <= 0) return {};
+  auto& array = wide_array(n, slot);
+  for (int i = 0; i < n; ++i) array[i] = values[i];
+  return {array.data(), static_cast<std::size_t>(n)};
+}
+
+std::span<const std::int64_t> repeat(std::int64_t value, int n, int slot) {
+  auto& array = wide_array(n, slot);
+  std::fill_n(array.begin(), n, value);
+  return {array.data(), static_cast<std::size_t>(n)};
+}
+
+std::optional<std::span<const Datatype>> datatypes_of(const MPI_Datatype* types, const int* counts,
+                                                      int n, int slot) {
+  if (!types || !counts) return std::span<const Datatype>{};
+  auto& array = type_arrays[slot];
+  if (array.size() < static_cast<std::size_t>(n)) array.resize(n, unused_type());
+  for (int i = 0; i < n; ++i) {
+    // A peer that moves nothing may name any handle, even MPI_DATATYPE_NULL.
+    const Datatype* type = counts[i] == 0 ? &unused_type() : datatype_of(types[i]);
+    if (!type) return std::nullopt;
+    array[i] = *type;
+  }
+  return std::span<const Datatype>{array.data(), static_cast<std::size_t>(n)};
+}
+
+}  // namespace shmcoll::mpi

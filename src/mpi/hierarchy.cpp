@@ -1,0 +1,131 @@
+// Collectives on a communicator spanning nodes: shmcoll inside each node, PMPI among the node
+// leaders. A rank's node and its rank inside it are tabled once, at creation, for every rank of
+// the communicator, so a call needs no lookup through MPI.
+#include "mpi/hierarchy.hpp"
+
+#include <algorithm>
+
+#include "util/fail.hpp"
+
+namespace shmcoll::mpi {
+
+namespace {
+
+// The tag of the one point-to-point message (a reduce result to a root that is not its node's
+// leader), out of the way of small application tags.
+constexpr int kResultTag = 0x5c01;
+
+}  // namespace
+
+NodeHierarchy::NodeHierarchy(MPI_Comm comm, MPI_Comm node) : node_(node) {
+  int size = 0, node_rank = 0;
+  PMPI_Comm_rank(comm, &rank_);
+  PMPI_Comm_size(comm, &size);
+  PMPI_Comm_rank(node, &node_rank);
+  PMPI_Comm_split(comm, node_rank == 0 ? 0 : MPI_UNDEFINED, rank_, &leaders_);
+  int node_index = 0;
+  if (leader()) PMPI_Comm_rank(leaders_, &node_index);
+  PMPI_Bcast(&node_index, 1, MPI_INT, 0, node);
+
+  const int mine[2] = {node_index, node_rank};
+  std::vector<int> all(2 * static_cast<std::size_t>(size));
+  PMPI_Allgather(mine, 2, MPI_INT, all.data(), 2, MPI_INT, comm);
+  node_of_rank_.resize(size);
+  node_rank_of_rank_.resize(size);
+  for (int r = 0; r < size; ++r) {
+    node_of_rank_[r] = all[2 * r];
+    node_rank_of_rank_[r] = all[2 * r + 1];
+  }
+  rank_ordered_ = std::is_sorted(node_of_rank_.begin(), node_of_rank_.end());
+  try {
+    node_team_.emplace(join_node_team(node));
+  } catch (...) {
+    if (leader()) PMPI_Comm_free(&leaders_);
+    throw;
+  }
+}
+
+NodeHierarchy::~NodeHierarchy() {
+  node_team_.reset();
+  if (leader()) PMPI_Comm_free(&leaders_);
+  PMPI_Comm_free(&node_);
+}
+
+void* NodeHierarchy::scratch(int which, std::size_t bytes) {
+  auto& buffer = scratch_[which];
+  if (buffer.size() < bytes) buffer.resize(bytes);
+  return buffer.data();
+}
+
+void NodeHierarchy::check_root(const char* call, int root) const {
+  const auto size = static_cast<int>(node_of_rank_.size());
+  if (root < 0 || root >= size) {
+    fail(Errc::invalid_argument, call, " on rank ", rank_, ": root ", root, " is out of range [0, ",
+         size, ")");
+  }
+}
+
+void NodeHierarchy::barrier() {
+  node_team_->barrier();  // everyone on this node has arrived
+  if (leader()) PMPI_Barrier(leaders_);
+  node_team_->barrier();  // ... and on every node
+}
+
+void NodeHierarchy::bcast(void* buffer, int count, MPI_Datatype type, const Datatype& shm_type,
+                          int root) {
+  check_root("MPI_Bcast", root);
+  const int root_node = node_of_rank_[root];
+  const bool with_root = node_of_rank_[rank_] == root_node;
+  if (with_root) team_bcast(*node_team_, buffer, count, shm_type, node_rank_of_rank_[root]);
+  if (leader()) PMPI_Bcast(buffer, count, type, root_node, leaders_);
+  if (!with_root) team_bcast(*node_team_, buffer, count, shm_type, 0);
+}
+
+void NodeHierarchy::reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
+                           MPI_Op op, const Reduction& reduction, int root) {
+  check_root("MPI_Reduce", root);
+  const std::size_t bytes = reduction.bytes(count);
+  const void* input = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;  // in place: the root only
+  void* partial = leader() ? scratch(0, bytes) : nullptr;
+  node_team_->reduce(input, partial, count, reduction.dtype, reduction.op, 0);
+  const int root_node = node_of_rank_[root];
+  const bool root_is_leader = node_rank_of_rank_[root] == 0;
+  if (leader()) {
+    const bool with_root = node_of_rank_[rank_] == root_node;
+    void* result = nullptr;
+    if (with_root) result = rank_ == root ? recvbuf : scratch(1, bytes);
+    // Out of place even at the root: MPICH 4.0.2 crashes on in-place reduce at a non-zero root.
+    PMPI_Reduce(partial, result, count, type, op, root_node, leaders_);
+    if (with_root && !root_is_leader) {
+      PMPI_Send(result, count, type, node_rank_of_rank_[root], kResultTag, node_);
+    }
+  } else if (rank_ == root) {
+    PMPI_Recv(recvbuf, count, type, 0, kResultTag, node_, MPI_STATUS_IGNORE);
+  }
+}
+
+void NodeHierarchy::allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
+                              MPI_Op op, const Reduction& reduction) {
+  if (leader()) {
+    node_team_->reduce(send_of(sendbuf), recvbuf, count, reduction.dtype, reduction.op, 0);
+    PMPI_Allreduce(MPI_IN_PLACE, recvbuf, count, type, op, leaders_);
+  } else {
+    const void* input = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    node_team_->reduce(input, nullptr, count, reduction.dtype, reduction.op, 0);
+  }
+  node_team_->bcast(recvbuf, count, reduction.dtype, 0);
+}
+
+void team_bcast(Team& team, void* buffer, int count, const Datatype& type, int root) {
+  if (type.is_contiguous()) {
+    team.bcast(static_cast<std::byte*>(buffer) + type.lb(),
+               static_cast<std::int64_t>(bytes_of(count, type)), Dtype::byte, root);
+    return;
+  }
+  const auto counts = repeat(count, team.size(), 0);
+  const auto displs = repeat(0, team.size(), 1);
+  void* own = team.rank() == root ? in_place : buffer;
+  team.scatterv(buffer, counts, displs, type, own, count, type, root);
+}
+
+}  // namespace shmcoll::mpi

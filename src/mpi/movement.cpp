@@ -1,0 +1,216 @@
+// The intercepted data-movement collectives, on communicators whose members share the node (on
+// one spanning nodes they are plain PMPI calls). Arguments the standard makes insignificant on
+// a rank (the send side of scatter off the root, the send side of an in-place call) are never
+// mapped, so whatever handle the program passes there cannot change the path. Statistics count
+// the bytes this rank receives.
+#include <numeric>
+
+#include "mpi/layer.hpp"
+
+using namespace shmcoll::mpi;
+using shmcoll::Datatype;
+using shmcoll::Team;
+
+namespace {
+
+const Datatype* type_if(bool significant, MPI_Datatype type) {
+  return significant ? datatype_of(type) : &unused_type();
+}
+
+std::size_t total_bytes(std::span<const std::int64_t> counts, const Datatype& type) {
+  const std::int64_t elements = std::accumulate(counts.begin(), counts.end(), std::int64_t{0});
+  return elements > 0 ? static_cast<std::size_t>(elements) * type.size() : 0;
+}
+
+// Allgather and alltoall: one block of recvcount elements from every rank, in place from the
+// receive buffer. Returns the call's result, or nullopt when it goes to PMPI.
+using BlockPerRank = void (Team::*)(const void*, std::int64_t, const Datatype&, void*, std::int64_t,
+                                    const Datatype&);
+std::optional<int> block_per_rank(BlockPerRank collective, CallTimer& timer, const void* sendbuf,
+                                  int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  Team* team = route_of(comm).team;
+  if (!team) return std::nullopt;
+  const Datatype* send_type = type_if(sendbuf != MPI_IN_PLACE, sendtype);
+  const Datatype* recv_type = datatype_of(recvtype);
+  if (!send_type || !recv_type) return std::nullopt;
+  return through_shmcoll(comm, timer, bytes_of(recvcount, *recv_type) * team->size(), [&] {
+    (team->*collective)(send_of(sendbuf), sendcount, *send_type, recvbuf, recvcount, *recv_type);
+  });
+}
+
+}  // namespace
+
+extern "C" {
+
+int MPI_Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  CallTimer timer(Collective::scatter);
+  if (Team* team = route_of(comm).team) {
+    const bool at_root = team->rank() == root;
+    const bool keeps_own = at_root && recvbuf == MPI_IN_PLACE;
+    const Datatype* send_type = type_if(at_root, sendtype);
+    const Datatype* recv_type = type_if(!keeps_own, recvtype);
+    if (send_type && recv_type) {
+      return through_shmcoll(comm, timer, keeps_own ? 0 : bytes_of(recvcount, *recv_type), [&] {
+        team->scatter(sendbuf, sendcount, *send_type, recv_of(recvbuf), recvcount, *recv_type,
+                      root);
+      });
+    }
+  }
+  return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+}
+
+int MPI_Scatterv(const void* sendbuf, const int sendcounts[], const int displs[],
+                 MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
+                 int root, MPI_Comm comm) {
+  CallTimer timer(Collective::scatterv);
+  if (Team* team = route_of(comm).team) {
+    const bool at_root = team->rank() == root;
+    const bool keeps_own = at_root && recvbuf == MPI_IN_PLACE;
+    const Datatype* send_type = type_if(at_root, sendtype);
+    const Datatype* recv_type = type_if(!keeps_own, recvtype);
+    if (send_type && recv_type) {
+      const auto counts = widen(at_root ? sendcounts : nullptr, team->size(), 0);
+      const auto offsets = widen(at_root ? displs : nullptr, team->size(), 1);
+      return through_shmcoll(comm, timer, keeps_own ? 0 : bytes_of(recvcount, *recv_type), [&] {
+        team->scatterv(sendbuf, counts, offsets, *send_type, recv_of(recvbuf), recvcount,
+                       *recv_type, root);
+      });
+    }
+  }
+  return PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root,
+                       comm);
+}
+
+int MPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+               int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  CallTimer timer(Collective::gather);
+  if (Team* team = route_of(comm).team) {
+    const bool at_root = team->rank() == root;
+    const Datatype* send_type = type_if(sendbuf != MPI_IN_PLACE, sendtype);
+    const Datatype* recv_type = type_if(at_root, recvtype);
+    if (send_type && recv_type) {
+      const std::size_t bytes = at_root ? bytes_of(recvcount, *recv_type) * team->size() : 0;
+      return through_shmcoll(comm, timer, bytes, [&] {
+        team->gather(send_of(sendbuf), sendcount, *send_type, recvbuf, recvcount, *recv_type, root);
+      });
+    }
+  }
+  return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+}
+
+int MPI_Gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+                MPI_Comm comm) {
+  CallTimer timer(Collective::gatherv);
+  if (Team* team = route_of(comm).team) {
+    const bool at_root = team->rank() == root;
+    const Datatype* send_type = type_if(sendbuf != MPI_IN_PLACE, sendtype);
+    const Datatype* recv_type = type_if(at_root, recvtype);
+    if (send_type && recv_type) {
+      const auto counts = widen(at_root ? recvcounts : nullptr, team->size(), 2);
+      const auto offsets = widen(at_root ? displs : nullptr, team->size(), 3);
+      return through_shmcoll(comm, timer, total_bytes(counts, *recv_type), [&] {
+        team->gatherv(send_of(sendbuf), sendcount, *send_type, recvbuf, counts, offsets, *recv_type,
+                      root);
+      });
+    }
+  }
+  return PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root,
+                      comm);
+}
+
+int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  CallTimer timer(Collective::allgather);
+  if (const auto done = block_per_rank(&Team::allgather, timer, sendbuf, sendcount, sendtype,
+                                       recvbuf, recvcount, recvtype, comm)) {
+    return *done;
+  }
+  return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+
+int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                   const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                   MPI_Comm comm) {
+  CallTimer timer(Collective::allgatherv);
+  if (Team* team = route_of(comm).team) {
+    const Datatype* send_type = type_if(sendbuf != MPI_IN_PLACE, sendtype);
+    const Datatype* recv_type = datatype_of(recvtype);
+    if (send_type && recv_type) {
+      const auto counts = widen(recvcounts, team->size(), 2);
+      const auto offsets = widen(displs, team->size(), 3);
+      return through_shmcoll(comm, timer, total_bytes(counts, *recv_type), [&] {
+        team->allgatherv(send_of(sendbuf), sendcount, *send_type, recvbuf, counts, offsets,
+                         *recv_type);
+      });
+    }
+  }
+  return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+}
+
+int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                 int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  CallTimer timer(Collective::alltoall);
+  if (const auto done = block_per_rank(&Team::alltoall, timer, sendbuf, sendcount, sendtype,
+                                       recvbuf, recvcount, recvtype, comm)) {
+    return *done;
+  }
+  return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+
+int MPI_Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
+                  MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],
+                  MPI_Datatype recvtype, MPI_Comm comm) {
+  CallTimer timer(Collective::alltoallv);
+  if (Team* team = route_of(comm).team) {
+    const bool sends = sendbuf != MPI_IN_PLACE;
+    const Datatype* send_type = type_if(sends, sendtype);
+    const Datatype* recv_type = datatype_of(recvtype);
+    if (send_type && recv_type) {
+      const int size = team->size();
+      const auto send_counts = widen(sends ? sendcounts : nullptr, size, 0);
+      const auto send_offsets = widen(sends ? sdispls : nullptr, size, 1);
+      const auto recv_counts = widen(recvcounts, size, 2);
+      const auto recv_offsets = widen(rdispls, size, 3);
+      return through_shmcoll(comm, timer, total_bytes(recv_counts, *recv_type), [&] {
+        team->alltoallv(send_of(sendbuf), send_counts, send_offsets, *send_type, recvbuf,
+                        recv_counts, recv_offsets, *recv_type);
+      });
+    }
+  }
+  return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                        recvtype, comm);
+}
+
+int MPI_Alltoallw(const void* sendbuf, const int sendcounts[], const int sdispls[],
+                  const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
+                  const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) {
+  CallTimer timer(Collective::alltoallw);
+  if (Team* team = route_of(comm).team) {
+    const int size = team->size();
+    const bool sends = sendbuf != MPI_IN_PLACE;
+    const auto send_types = datatypes_of(sends ? sendtypes : nullptr, sendcounts, size, 0);
+    const auto recv_types = datatypes_of(recvtypes, recvcounts, size, 1);
+    if (send_types && recv_types) {
+      // Displacements here are in bytes, as MPI has them for alltoallw.
+      const auto send_counts = widen(sends ? sendcounts : nullptr, size, 0);
+      const auto send_offsets = widen(sends ? sdispls : nullptr, size, 1);
+      const auto recv_counts = widen(recvcounts, size, 2);
+      const auto recv_offsets = widen(rdispls, size, 3);
+      std::size_t bytes = 0;
+      for (int i = 0; i < static_cast<int>(recv_types->size()); ++i) {
+        bytes += bytes_of(recvcounts[i], (*recv_types)[i]);
+      }
+      return through_shmcoll(comm, timer, bytes, [&] {
+        team->alltoallw(send_of(sendbuf), send_counts, send_offsets, *send_types, recvbuf,
+                        recv_counts, recv_offsets, *recv_types);
+      });
+    }
+  }
+  return PMPI_Alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
+                        recvtypes, comm);
+}
+
+}  // extern "C"

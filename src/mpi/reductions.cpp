@@ -1,0 +1,142 @@
+// The intercepted barrier, broadcast and reductions. Each takes the shmcoll path when the
+// communicator has a route and every handle maps; the decision depends only on arguments MPI
+// requires to match across ranks, so all members take the same path. Barrier, bcast, reduce and
+// allreduce also run node by node on a communicator spanning nodes. Anything else is a plain
+// PMPI call.
+#include "mpi/hierarchy.hpp"
+
+using namespace shmcoll::mpi;
+using shmcoll::Team;
+
+extern "C" {
+
+int MPI_Barrier(MPI_Comm comm) {
+  CallTimer timer(Collective::barrier);
+  const Route route = route_of(comm);
+  if (route.team) return through_shmcoll(comm, timer, 0, [&] { route.team->barrier(); });
+  if (route.nodes) return through_shmcoll(comm, timer, 0, [&] { route.nodes->barrier(); });
+  return PMPI_Barrier(comm);
+}
+
+int MPI_Bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
+  CallTimer timer(Collective::bcast);
+  const Route route = route_of(comm);
+  const shmcoll::Datatype* shm_type = datatype_of(type);
+  if (shm_type && route.team) {
+    return through_shmcoll(comm, timer, bytes_of(count, *shm_type),
+                           [&] { team_bcast(*route.team, buffer, count, *shm_type, root); });
+  }
+  if (shm_type && route.nodes) {
+    return through_shmcoll(comm, timer, bytes_of(count, *shm_type),
+                           [&] { route.nodes->bcast(buffer, count, type, *shm_type, root); });
+  }
+  return PMPI_Bcast(buffer, count, type, root, comm);
+}
+
+int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
+               int root, MPI_Comm comm) {
+  CallTimer timer(Collective::reduce);
+  const Route route = route_of(comm);
+  const auto reduction = reduction_of(type, op);
+  if (reduction && route.team) {
+    // recvbuf is significant only at the root; elsewhere it may be anything.
+    Team& team = *route.team;
+    return through_shmcoll(comm, timer, reduction->bytes(count), [&] {
+      team.reduce(send_of(sendbuf), team.rank() == root ? recvbuf : nullptr, count,
+                  reduction->dtype, reduction->op, root);
+    });
+  }
+  // Node by node keeps rank order only when nodes hold contiguous rank ranges.
+  if (reduction && route.nodes && (reduction->op.commutative() || route.nodes->rank_ordered())) {
+    return through_shmcoll(comm, timer, reduction->bytes(count), [&] {
+      route.nodes->reduce(sendbuf, recvbuf, count, type, op, *reduction, root);
+    });
+  }
+  return PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm);
+}
+
+int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
+                  MPI_Comm comm) {
+  CallTimer timer(Collective::allreduce);
+  const Route route = route_of(comm);
+  const auto reduction = reduction_of(type, op);
+  if (reduction && route.team) {
+    return through_shmcoll(comm, timer, reduction->bytes(count), [&] {
+      route.team->allreduce(send_of(sendbuf), recvbuf, count, reduction->dtype, reduction->op);
+    });
+  }
+  if (reduction && route.nodes && (reduction->op.commutative() || route.nodes->rank_ordered())) {
+    return through_shmcoll(comm, timer, reduction->bytes(count), [&] {
+      route.nodes->allreduce(sendbuf, recvbuf, count, type, op, *reduction);
+    });
+  }
+  return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
+}
+
+int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
+                       MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  CallTimer timer(Collective::reduce_scatter);
+  Team* team = route_of(comm).team;
+  const auto reduction = team ? reduction_of(type, op) : std::nullopt;
+  if (reduction) {
+    const auto counts = widen(recvcounts, team->size(), 0);
+    const int own = recvcounts ? recvcounts[team->rank()] : 0;
+    return through_shmcoll(comm, timer, reduction->bytes(own), [&] {
+      team->reduce_scatter(send_of(sendbuf), recvbuf, counts, reduction->dtype, reduction->op);
+    });
+  }
+  return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, type, op, comm);
+}
+
+int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype type,
+                             MPI_Op op, MPI_Comm comm) {
+  CallTimer timer(Collective::reduce_scatter_block);
+  Team* team = route_of(comm).team;
+  const auto reduction = team ? reduction_of(type, op) : std::nullopt;
+  if (reduction) {
+    return through_shmcoll(comm, timer, reduction->bytes(recvcount), [&] {
+      team->reduce_scatter_block(send_of(sendbuf), recvbuf, recvcount, reduction->dtype,
+                                 reduction->op);
+    });
+  }
+  return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, type, op, comm);
+}
+
+int MPI_Scan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
+             MPI_Comm comm) {
+  CallTimer timer(Collective::scan);
+  Team* team = route_of(comm).team;
+  const auto reduction = team ? reduction_of(type, op) : std::nullopt;
+  if (reduction) {
+    return through_shmcoll(comm, timer, reduction->bytes(count), [&] {
+      team->scan(send_of(sendbuf), recvbuf, count, reduction->dtype, reduction->op);
+    });
+  }
+  return PMPI_Scan(sendbuf, recvbuf, count, type, op, comm);
+}
+
+int MPI_Exscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
+               MPI_Comm comm) {
+  CallTimer timer(Collective::exscan);
+  Team* team = route_of(comm).team;
+  const auto reduction = team ? reduction_of(type, op) : std::nullopt;
+  if (reduction) {
+    return through_shmcoll(comm, timer, reduction->bytes(count), [&] {
+      team->exscan(send_of(sendbuf), recvbuf, count, reduction->dtype, reduction->op);
+    });
+  }
+  return PMPI_Exscan(sendbuf, recvbuf, count, type, op, comm);
+}
+
+int MPI_Reduce_local(const void* inbuf, void* inoutbuf, int count, MPI_Datatype type, MPI_Op op) {
+  CallTimer timer(Collective::reduce_local);
+  const auto reduction = layer_disabled() ? std::nullopt : reduction_of(type, op);
+  if (reduction) {
+    return through_shmcoll(MPI_COMM_SELF, timer, reduction->bytes(count), [&] {
+      shmcoll::reduce_local(inbuf, inoutbuf, count, reduction->dtype, reduction->op);
+    });
+  }
+  return PMPI_Reduce_local(inbuf, inoutbuf, count, type, op);
+}
+
+}  // extern "C"

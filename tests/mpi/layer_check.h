@@ -1,0 +1,30 @@
+// Shared by the MPI layer check program's files: the failure count, the digest of every result,
+// and the check macro.
+#pragma once
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+extern int failures;
+void absorb(const void* data, size_t bytes);
+
+#define CHECK(cond, ...)                                    \
+  do {                                                      \
+    if (!(cond)) {                                          \
+      ++failures;                                           \
+      fprintf(stderr, "line %d: check failed: ", __LINE__); \
+      fprintf(stderr, __VA_ARGS__);                         \
+      fprintf(stderr, "\n");                                \
+    }                                                       \
+  } while (0)
+
+// 2x2 matrices of uint64 (4 elements each), multiplied modulo 2^64: a non-commutative user op,
+// and the entries of rank r's matrices.
+void matrix_product(void* in, void* inout, int* len, MPI_Datatype* type);
+uint64_t matrix_entry(int rank, int i);
+
+// Scatter(v), gather(v), allgather(v), alltoall(v/w), each in place and not, with derived types.
+void check_movement(MPI_Comm comm);
+// Reduce_scatter(_block), scan and exscan, in place and not, with a non-commutative op.
+void check_prefix_and_scatter_reductions(MPI_Comm comm);
