@@ -118,8 +118,9 @@ void NodeHierarchy::allreduce(const void* sendbuf, void* recvbuf, int count, MPI
 
 void team_bcast(Team& team, void* buffer, int count, const Datatype& type, int root) {
   if (type.is_contiguous()) {
-    team.bcast(static_cast<std::byte*>(buffer) + type.lb(),
-               static_cast<std::int64_t>(bytes_of(count, type)), Dtype::byte, root);
+    // A negative count stays negative, for shmcoll's check to name.
+    const auto bytes = static_cast<std::int64_t>(count) * static_cast<std::int64_t>(type.size());
+    team.bcast(static_cast<std::byte*>(buffer) + type.lb(), bytes, Dtype::byte, root);
     return;
   }
   const auto counts = repeat(count, team.size(), 0);
