@@ -6,6 +6,7 @@
 // samples, with two reference lines measured in the same run: the cache-line exchange between two
 // ranks (the small-message floor) and memcpy of the same bytes.
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -15,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "bench_reference.hpp"
+#include "bench_report.hpp"
 #include "shmcoll/shmcoll.hpp"
 
 namespace {
@@ -31,7 +32,8 @@ struct Config {
   Op op = Op::sum;
   int iters = 30;
   bool check = false;
-  bool heap = false;  // send buffers from Team::allocate
+  bool heap = false;          // send buffers from Team::allocate
+  bool inject_error = false;  // corrupt one checked element, to prove --check catches it
 };
 
 // Shared between the forked ranks: per-rank sample times and the check verdict.
@@ -194,10 +196,16 @@ void call_collective(shmcoll::Team& team, const std::string& coll, const Config&
     team.barrier();
 }
 
-struct Row {
-  std::size_t bytes;
-  std::vector<double> samples;  // seconds per call, slowest rank
-};
+using bench::Row;
+
+// On a terminal, one line on stderr that rewrites itself: collective, size, how far.
+void show_progress(const std::string& coll, std::size_t bytes, std::size_t done,
+                   std::size_t total) {
+  static const bool terminal = isatty(STDERR_FILENO) != 0;
+  if (!terminal) return;
+  std::fprintf(stderr, "\r\033[K%s %zu bytes [%zu/%zu]", coll.c_str(), bytes, done + 1, total);
+  if (done + 1 == total) std::fprintf(stderr, "\r\033[K");
+}
 
 void bench_rank(shmcoll::Team& team, const Config& config, const std::string& coll,
                 SharedResults& shared, std::vector<Row>& rows) {
@@ -205,6 +213,7 @@ void bench_rank(shmcoll::Team& team, const Config& config, const std::string& co
   const bool is_barrier = coll == "barrier";
   const std::vector<std::size_t> sizes = is_barrier ? std::vector<std::size_t>{0} : config.sizes;
   for (std::size_t bytes : sizes) {
+    if (team.rank() == 0) show_progress(coll, bytes, rows.size(), sizes.size());
     const auto count = static_cast<std::int64_t>(bytes / element);
     const VLayout v(team.size(), count, config.dtype);
     // Room for a block per rank (scatter's send side, gather's receive side ...).
@@ -240,6 +249,7 @@ void bench_rank(shmcoll::Team& team, const Config& config, const std::string& co
       std::fill(recv.begin(), recv.end(), std::byte{0x5a});  // no stale result can pass
       if (coll == "bcast" && team.rank() == 0) std::copy(send.begin(), send.end(), recv.begin());
       call_collective(team, coll, config, send, recv, count, v);
+      if (config.inject_error && count > 0) recv[0] = ~recv[0];
       const std::size_t elements =
           result_elements(coll, team.size(), team.rank(), static_cast<std::size_t>(count));
       if (elements > 0) {
@@ -256,28 +266,6 @@ void bench_rank(shmcoll::Team& team, const Config& config, const std::string& co
     }
     if (config.heap) team.deallocate(send);
     if (team.rank() == 0) rows.push_back(std::move(row));
-  }
-}
-
-double median_of(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
-
-void print_table(const std::string& coll, const Config& config, const std::vector<Row>& rows,
-                 const bench::References& refs) {
-  const bool reduces = coll.starts_with("reduce") || coll == "allreduce" || coll.ends_with("scan");
-  std::printf("\n# shmcoll %s, %d ranks, %s%s%s, median of %d samples (each the slowest rank)\n",
-              coll.c_str(), config.ranks, shmcoll::dtype_name(config.dtype), reduces ? " " : "",
-              reduces ? shmcoll::op_name(config.op) : "", config.iters);
-  std::printf("%10s %12s %10s %10s %10s %12s %14s\n", "bytes", "median_us", "min_us", "max_us",
-              "GB/s", "memcpy_us", "x_line_floor");
-  for (const Row& row : rows) {
-    const double median = median_of(row.samples);
-    const auto [low, high] = std::minmax_element(row.samples.begin(), row.samples.end());
-    std::printf("%10zu %12.3f %10.3f %10.3f %10.2f %12.3f %14.2f\n", row.bytes, median * 1e6,
-                *low * 1e6, *high * 1e6, median > 0 ? row.bytes / median / 1e9 : 0.0,
-                refs.memcpy_seconds(row.bytes) * 1e6, median / refs.line_exchange_seconds);
   }
 }
 
@@ -310,13 +298,20 @@ int main(int argc, char** argv) {
                  "reduce_scatter[_block], scan, exscan, scatter[v], gather[v], allgather[v], "
                  "alltoall[v|w]), or all; sizes are vectors for reductions, blocks per rank pair "
                  "otherwise");
+  std::string min_size, max_size, json_path, csv_path;
   app.add_option("--sizes", sizes, "comma list of message sizes in bytes (K, M suffixes)");
+  app.add_option("--min", min_size, "smallest size of a power-of-two sweep (with --max)");
+  app.add_option("--max", max_size, "largest size of a power-of-two sweep (with --min)");
   app.add_option("--dtype", dtype, "i8..i64, u8..u64, f32, f64");
   app.add_option("--op", op, "sum, prod, min, max");
   app.add_option("--iters", config.iters, "samples per size")->check(CLI::Range(1, 100000));
   app.add_flag("--check", config.check, "verify every result; exit 1 on a mismatch");
   app.add_flag("--heap", config.heap,
                "send buffers from Team::allocate, so receivers may copy straight out of them");
+  app.add_option("--json", json_path, "also write every row to this JSON file");
+  app.add_option("--csv", csv_path, "also write every row to this CSV file");
+  app.add_flag("--inject-error", config.inject_error,
+               "corrupt one result element before --check reads it (tests the harness)");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -333,8 +328,19 @@ int main(int argc, char** argv) {
       if (!known(name)) throw std::invalid_argument("--coll: unknown collective " + name);
       config.collectives.push_back(name);
     }
-    for (const auto& size : CLI::detail::split(sizes, ','))
-      config.sizes.push_back(parse_size(size));
+    if (min_size.empty() != max_size.empty()) {
+      throw std::invalid_argument("--min and --max go together");
+    }
+    if (!min_size.empty()) {
+      const std::size_t low = parse_size(min_size), high = parse_size(max_size);
+      if (low == 0 || low > high) {
+        throw std::invalid_argument("--min must be at least 1 and at most --max");
+      }
+      for (std::size_t size = low; size <= high; size *= 2) config.sizes.push_back(size);
+    } else {
+      for (const auto& size : CLI::detail::split(sizes, ','))
+        config.sizes.push_back(parse_size(size));
+    }
     bool known_dtype = false, known_op = false;
     // The harness fills and checks plain arithmetic types with sum, prod, min and max.
     for (int d = 0; d <= static_cast<int>(Dtype::f64); ++d) {
@@ -354,14 +360,21 @@ int main(int argc, char** argv) {
 
     auto* shared = static_cast<SharedResults*>(mmap(
         nullptr, sizeof(SharedResults), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+    const bench::RunInfo info{config.ranks, shmcoll::dtype_name(config.dtype),
+                              shmcoll::op_name(config.op), config.iters, refs};
+    std::vector<bench::Sweep> sweeps;
     for (const std::string& coll : config.collectives) {
-      std::vector<Row> rows;
+      bench::Sweep sweep{coll, {}};
       shmcoll::Options options;
       options.bind = shmcoll::Binding::core;
-      shmcoll::run(config.ranks, options,
-                   [&](shmcoll::Team& team) { bench_rank(team, config, coll, *shared, rows); });
-      print_table(coll, config, rows, refs);
+      shmcoll::run(config.ranks, options, [&](shmcoll::Team& team) {
+        bench_rank(team, config, coll, *shared, sweep.rows);
+      });
+      bench::print_table(sweep, info);
+      sweeps.push_back(std::move(sweep));
     }
+    if (!json_path.empty()) bench::write_json(json_path, info, sweeps);
+    if (!csv_path.empty()) bench::write_csv(csv_path, info, sweeps);
     if (config.check) {
       std::printf("# check: %s\n", shared->mismatches == 0 ? "all results correct" : "MISMATCHES");
       return shared->mismatches == 0 ? 0 : 1;

@@ -198,8 +198,7 @@ TEST(TreeCollectives, SelectionTakesTheTreeOnlyWhereItPaysAndIsExact) {
   // Medium payloads take the tree through the slots up to SHMCOLL_TREE_MAX, then the slices.
   EXPECT_EQ(select_allreduce(tunables, ordered, 4096, true), Algorithm::allreduce_tree);
   EXPECT_EQ(select_allreduce(tunables, ordered, 16 << 10, false), Algorithm::allreduce_tree);
-  EXPECT_EQ(select_allreduce(tunables, ordered, (16 << 10) + 1, true),
-            Algorithm::allreduce_slices);
+  EXPECT_EQ(select_allreduce(tunables, ordered, (16 << 10) + 1, true), Algorithm::allreduce_slices);
   EXPECT_EQ(select_allreduce(tunables, unordered, 4096, false), Algorithm::allreduce_all_read);
   EXPECT_EQ(shmcoll::coll::select_reduce(tunables, ordered, 4096, false), Algorithm::reduce_tree);
   EXPECT_EQ(shmcoll::coll::select_bcast(tunables, unordered, 16 << 10), Algorithm::bcast_tree);

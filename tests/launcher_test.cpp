@@ -15,20 +15,10 @@
 
 namespace {
 
-struct Result {
-  int status;
-  std::string stderr_text;
-};
-
-Result launch(const std::string& args) {
-  const std::string err_file =
-      std::filesystem::temp_directory_path() / ("shmcoll-run-test-" + std::to_string(getpid()));
-  const std::string command = std::string(SHMCOLL_RUN) + " " + args + " 2>" + err_file;
-  const int raw = std::system(command.c_str());
-  std::stringstream text;
-  text << std::ifstream(err_file).rdbuf();
-  std::filesystem::remove(err_file);
-  return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, text.str()};
+// The launcher's exit status and stderr.
+shmcoll::testing::CommandResult launch(const std::string& args) {
+  return shmcoll::testing::run_command(std::string(SHMCOLL_RUN) + " " + args,
+                                       shmcoll::testing::Capture::stderr_only);
 }
 
 const std::string child = LAUNCHER_CHILD;
@@ -41,18 +31,17 @@ TEST(Launcher, AllRanksSucceedGivesZero) {
 
 TEST(Launcher, FirstFailingRanksStatusIsReturnedAndNamed) {
   const Result result = launch("-n 3 " + child + " exit-rank 1 7");
-  EXPECT_EQ(result.status, 7) << result.stderr_text;
-  EXPECT_NE(result.stderr_text.find("rank 1"), std::string::npos) << result.stderr_text;
+  EXPECT_EQ(result.status, 7) << result.output;
+  EXPECT_NE(result.output.find("rank 1"), std::string::npos) << result.output;
 }
 
 TEST(Launcher, KilledRankGives128PlusSignalAndOthersSeePeerFailure) {
   const auto shm_before = shmcoll::testing::dev_shm_entries();
   const Result result = launch("-n 4 " + child + " kill-rank 2");
-  EXPECT_EQ(result.status, 128 + SIGKILL) << result.stderr_text;
-  EXPECT_NE(result.stderr_text.find("shmcoll-run: rank 2"), std::string::npos)
-      << result.stderr_text;
-  EXPECT_NE(result.stderr_text.find("SIGKILL"), std::string::npos) << result.stderr_text;
-  EXPECT_NE(result.stderr_text.find("peer_failed"), std::string::npos) << result.stderr_text;
+  EXPECT_EQ(result.status, 128 + SIGKILL) << result.output;
+  EXPECT_NE(result.output.find("shmcoll-run: rank 2"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("SIGKILL"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("peer_failed"), std::string::npos) << result.output;
   EXPECT_EQ(shmcoll::testing::dev_shm_entries(), shm_before);
 }
 
@@ -61,14 +50,14 @@ TEST(Launcher, MapByPackageSpreadsRanksOverASyntheticMachine) {
   const std::string topology = "--topology 'synthetic:pack:2 numa:2 core:2 pu:1' ";
   Result result = launch("-n 8 --bind-to core --map-by package " + topology + child +
                          " expect-cores 0,4,2,6,1,5,3,7");
-  EXPECT_EQ(result.status, 0) << result.stderr_text;
+  EXPECT_EQ(result.status, 0) << result.output;
   result =
       launch("-n 4 --bind-to core --map-by numa " + topology + child + " expect-cores 0,2,4,6");
-  EXPECT_EQ(result.status, 0) << result.stderr_text;
+  EXPECT_EQ(result.status, 0) << result.output;
   result = launch("-n 10 --bind-to core " + topology + child + " expect-cores 0,1,2,3,4,5,6,7,0,1");
-  EXPECT_EQ(result.status, 0) << result.stderr_text;
-  EXPECT_NE(result.stderr_text.find("10 ranks on 8 cores: oversubscribed"), std::string::npos)
-      << result.stderr_text;
+  EXPECT_EQ(result.status, 0) << result.output;
+  EXPECT_NE(result.output.find("10 ranks on 8 cores: oversubscribed"), std::string::npos)
+      << result.output;
   EXPECT_NE(launch("-n 2 --map-by socket " + child + " allreduce").status, 0);
   EXPECT_NE(launch("-n 2 --placement nearby " + child + " allreduce").status, 0);
 }
@@ -80,7 +69,7 @@ TEST(Launcher, SecondAttachIsRefused) {
 TEST(Launcher, MissingProgramIsReported) {
   const Result result = launch("-n 2 /nonexistent/program");
   EXPECT_EQ(result.status, 127);
-  EXPECT_NE(result.stderr_text.find("cannot execute"), std::string::npos) << result.stderr_text;
+  EXPECT_NE(result.output.find("cannot execute"), std::string::npos) << result.output;
 }
 
 TEST(Launcher, BadArgumentsAreRejected) {

@@ -3,17 +3,41 @@
 
 #include <dirent.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "shmcoll/shmcoll.hpp"
 
 namespace shmcoll::testing {
+
+// Runs a shell command; its exit status (-1 if it did not exit) and what it wrote to the
+// captured streams.
+enum class Capture { stderr_only, both };
+struct CommandResult {
+  int status;
+  std::string output;
+};
+inline CommandResult run_command(const std::string& command, Capture capture) {
+  const std::string file =
+      std::filesystem::temp_directory_path() / ("shmcoll-test-output-" + std::to_string(getpid()));
+  const std::string redirect =
+      capture == Capture::stderr_only ? " 2>" + file : " >" + file + " 2>&1";
+  const int raw = std::system((command + redirect).c_str());
+  std::stringstream text;
+  text << std::ifstream(file).rdbuf();
+  std::filesystem::remove(file);
+  return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, text.str()};
+}
 
 // 2x2 matrices of u64, four elements each: out = a x b (out may be a or b). Associative, not
 // commutative: the user operation the tests check rank order with.

@@ -1,0 +1,46 @@
+// What shmcoll-bench reports: the OSU-style table on stdout, and the same numbers as JSON or CSV
+// for scripts and plots. Every format carries the same rows and the same reference lines.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "bench_reference.hpp"
+
+namespace bench {
+
+struct Row {
+  std::size_t bytes;
+  std::vector<double> samples;  // seconds per call, each the slowest rank's
+};
+
+struct Sweep {
+  std::string collective;
+  std::vector<Row> rows;
+};
+
+struct RunInfo {
+  int ranks;
+  std::string dtype, op;
+  int iters;
+  References refs;
+};
+
+struct Stats {
+  double median, min, max;
+};
+Stats stats_of(std::vector<double> samples);
+
+// nccl-tests' bus bandwidth: algorithm bandwidth (bytes / time) times the share of the bytes
+// each rank must send or receive over the busiest link, so that every collective's figure
+// compares with the hardware's peak. Sizes follow this harness: the vector for reductions, the
+// block per rank pair for data movement.
+double bus_factor(const std::string& collective, int ranks);
+
+void print_table(const Sweep& sweep, const RunInfo& info);
+// Throws std::runtime_error naming the file when it cannot be written.
+void write_json(const std::string& path, const RunInfo& info, const std::vector<Sweep>& sweeps);
+void write_csv(const std::string& path, const RunInfo& info, const std::vector<Sweep>& sweeps);
+
+}  // namespace bench
