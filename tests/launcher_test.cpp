@@ -30,14 +30,14 @@ TEST(Launcher, AllRanksSucceedGivesZero) {
 }
 
 TEST(Launcher, FirstFailingRanksStatusIsReturnedAndNamed) {
-  const Result result = launch("-n 3 " + child + " exit-rank 1 7");
+  const auto result = launch("-n 3 " + child + " exit-rank 1 7");
   EXPECT_EQ(result.status, 7) << result.output;
   EXPECT_NE(result.output.find("rank 1"), std::string::npos) << result.output;
 }
 
 TEST(Launcher, KilledRankGives128PlusSignalAndOthersSeePeerFailure) {
   const auto shm_before = shmcoll::testing::dev_shm_entries();
-  const Result result = launch("-n 4 " + child + " kill-rank 2");
+  const auto result = launch("-n 4 " + child + " kill-rank 2");
   EXPECT_EQ(result.status, 128 + SIGKILL) << result.output;
   EXPECT_NE(result.output.find("shmcoll-run: rank 2"), std::string::npos) << result.output;
   EXPECT_NE(result.output.find("SIGKILL"), std::string::npos) << result.output;
@@ -48,8 +48,8 @@ TEST(Launcher, KilledRankGives128PlusSignalAndOthersSeePeerFailure) {
 TEST(Launcher, MapByPackageSpreadsRanksOverASyntheticMachine) {
   // 2 packages x 2 NUMA nodes x 2 cores: packages alternate, then NUMA nodes inside each.
   const std::string topology = "--topology 'synthetic:pack:2 numa:2 core:2 pu:1' ";
-  Result result = launch("-n 8 --bind-to core --map-by package " + topology + child +
-                         " expect-cores 0,4,2,6,1,5,3,7");
+  auto result = launch("-n 8 --bind-to core --map-by package " + topology + child +
+                       " expect-cores 0,4,2,6,1,5,3,7");
   EXPECT_EQ(result.status, 0) << result.output;
   result =
       launch("-n 4 --bind-to core --map-by numa " + topology + child + " expect-cores 0,2,4,6");
@@ -67,7 +67,7 @@ TEST(Launcher, SecondAttachIsRefused) {
 }
 
 TEST(Launcher, MissingProgramIsReported) {
-  const Result result = launch("-n 2 /nonexistent/program");
+  const auto result = launch("-n 2 /nonexistent/program");
   EXPECT_EQ(result.status, 127);
   EXPECT_NE(result.output.find("cannot execute"), std::string::npos) << result.output;
 }
