@@ -8,6 +8,23 @@
 using namespace shmcoll::mpi;
 using shmcoll::Team;
 
+namespace {
+
+// Scan and exscan on one node's team. Returns the call's result, or nullopt when it goes to PMPI
+// (also on a communicator spanning nodes).
+using Prefix = void (Team::*)(const void*, void*, std::int64_t, shmcoll::Dtype, const shmcoll::Op&);
+std::optional<int> prefix(Prefix collective, CallTimer& timer, const void* sendbuf, void* recvbuf,
+                          int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  Team* team = route_of(comm).team;
+  const auto reduction = team ? reduction_of(type, op) : std::nullopt;
+  if (!reduction) return std::nullopt;
+  return through_shmcoll(comm, timer, reduction->bytes(count), [&] {
+    (team->*collective)(send_of(sendbuf), recvbuf, count, reduction->dtype, reduction->op);
+  });
+}
+
+}  // namespace
+
 extern "C" {
 
 int MPI_Barrier(MPI_Comm comm) {
@@ -105,12 +122,8 @@ int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, 
 int MPI_Scan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
              MPI_Comm comm) {
   CallTimer timer(Collective::scan);
-  Team* team = route_of(comm).team;
-  const auto reduction = team ? reduction_of(type, op) : std::nullopt;
-  if (reduction) {
-    return through_shmcoll(comm, timer, reduction->bytes(count), [&] {
-      team->scan(send_of(sendbuf), recvbuf, count, reduction->dtype, reduction->op);
-    });
+  if (const auto done = prefix(&Team::scan, timer, sendbuf, recvbuf, count, type, op, comm)) {
+    return *done;
   }
   return PMPI_Scan(sendbuf, recvbuf, count, type, op, comm);
 }
@@ -118,12 +131,8 @@ int MPI_Scan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, M
 int MPI_Exscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
                MPI_Comm comm) {
   CallTimer timer(Collective::exscan);
-  Team* team = route_of(comm).team;
-  const auto reduction = team ? reduction_of(type, op) : std::nullopt;
-  if (reduction) {
-    return through_shmcoll(comm, timer, reduction->bytes(count), [&] {
-      team->exscan(send_of(sendbuf), recvbuf, count, reduction->dtype, reduction->op);
-    });
+  if (const auto done = prefix(&Team::exscan, timer, sendbuf, recvbuf, count, type, op, comm)) {
+    return *done;
   }
   return PMPI_Exscan(sendbuf, recvbuf, count, type, op, comm);
 }
