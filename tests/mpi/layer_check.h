@@ -23,6 +23,8 @@ void absorb(const void* data, size_t bytes);
 // and the entries of rank r's matrices.
 void matrix_product(void* in, void* inout, int* len, MPI_Datatype* type);
 uint64_t matrix_entry(int rank, int i);
+// The product M0 x M1 x ... x Mlast of ranks 0..last's matrices (count <= 400 entries each).
+void matrix_chain(int last, int count, uint64_t* out);
 
 // Scatter(v), gather(v), allgather(v), alltoall(v/w), each in place and not, with derived types.
 void check_movement(MPI_Comm comm);

@@ -62,6 +62,17 @@ uint64_t matrix_entry(int rank, int i) {
   return (i % 4 == 3) ? 1 : (uint64_t)(i * 13 + rank * 5 + 1) % 7;
 }
 
+void matrix_chain(int last, int count, uint64_t* out) {
+  uint64_t left[400];
+  for (int i = 0; i < count; ++i) out[i] = matrix_entry(last, i);
+  for (int r = last - 1; r >= 0; --r) {  // M0 x (M1 x (... x Mlast))
+    for (int i = 0; i < count; ++i) left[i] = matrix_entry(r, i);
+    int len = count;
+    MPI_Datatype type = MPI_UINT64_T;
+    matrix_product(left, out, &len, &type);
+  }
+}
+
 // Reductions of int64 over `comm`: sum, max, min, band, bor, bxor, in place and not, each root.
 static void check_reductions(MPI_Comm comm, int count) {
   int rank, size;
@@ -134,15 +145,9 @@ static void check_user_ops(MPI_Comm comm) {
   MPI_Op_create(matrix_product, 0, &matrix);
   MPI_Op_create(absdiff_sum, 1, &plus);
   for (int count = 4; count <= 400; count *= 10) {  // 1 and 100 matrices
-    uint64_t send[400], recv[400], want[400], left[400];
-    for (int i = 0; i < count; ++i)
-      send[i] = matrix_entry(rank, i), want[i] = matrix_entry(size - 1, i);
-    for (int r = size - 2; r >= 0; --r) {  // M0 x (M1 x (... x Mp-1))
-      for (int i = 0; i < count; ++i) left[i] = matrix_entry(r, i);
-      int len = count;
-      MPI_Datatype type = MPI_UINT64_T;
-      matrix_product(left, want, &len, &type);
-    }
+    uint64_t send[400], recv[400], want[400];
+    for (int i = 0; i < count; ++i) send[i] = matrix_entry(rank, i);
+    matrix_chain(size - 1, count, want);
     MPI_Allreduce(send, recv, count, MPI_UINT64_T, matrix, comm);
     CHECK(memcmp(recv, want, sizeof(uint64_t) * count) == 0, "matrix allreduce %d", count);
     absorb(recv, sizeof(uint64_t) * count);

@@ -93,26 +93,15 @@ static void check_ordered_scan(MPI_Comm comm, int rank) {
   MPI_Op matrix;
   MPI_Op_create(matrix_product, 0, &matrix);
   enum { kCount = 40 };  // 10 matrices
-  uint64_t send[kCount], recv[kCount], want[kCount], left[kCount];
-  for (int i = 0; i < kCount; ++i) send[i] = matrix_entry(rank, i), want[i] = send[i];
-  for (int r = rank - 1; r >= 0; --r) {
-    for (int i = 0; i < kCount; ++i) left[i] = matrix_entry(r, i);
-    int len = kCount;
-    MPI_Datatype type = MPI_UINT64_T;
-    matrix_product(left, want, &len, &type);
-  }
+  uint64_t send[kCount], recv[kCount], want[kCount];
+  for (int i = 0; i < kCount; ++i) send[i] = matrix_entry(rank, i);
+  matrix_chain(rank, kCount, want);
   MPI_Scan(send, recv, kCount, MPI_UINT64_T, matrix, comm);
   CHECK(memcmp(recv, want, sizeof recv) == 0, "matrix scan");
   absorb(recv, sizeof recv);
   if (rank > 0) {  // exscan: M0 x ... x Mr-1, in place
     memcpy(recv, send, sizeof recv);
-    for (int i = 0; i < kCount; ++i) want[i] = matrix_entry(rank - 1, i);
-    for (int r = rank - 2; r >= 0; --r) {
-      for (int i = 0; i < kCount; ++i) left[i] = matrix_entry(r, i);
-      int len = kCount;
-      MPI_Datatype type = MPI_UINT64_T;
-      matrix_product(left, want, &len, &type);
-    }
+    matrix_chain(rank - 1, kCount, want);
   }
   MPI_Exscan(MPI_IN_PLACE, recv, kCount, MPI_UINT64_T, matrix, comm);
   if (rank > 0) {
