@@ -102,6 +102,12 @@ double measure_memcpy(std::size_t bytes) {
 
 }  // namespace
 
+double measure_line_exchange() {
+  References refs;
+  measure_lines(refs);
+  return refs.line_exchange_seconds;
+}
+
 References measure_references(const std::vector<std::size_t>& memcpy_sizes) {
   References refs;
   measure_lines(refs);

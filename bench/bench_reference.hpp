@@ -20,5 +20,9 @@ struct References {
 
 // Forks one helper process bound to the second core; medians of repeated measurements.
 References measure_references(const std::vector<std::size_t>& memcpy_sizes);
+// The line exchange alone (about 50 ms), for a collective's sweep: this VM's cross-core latency
+// changes by up to 5x within minutes, so the floor must be measured next to what it is compared
+// with.
+double measure_line_exchange();
 
 }  // namespace bench

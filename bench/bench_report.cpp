@@ -23,6 +23,10 @@ std::ofstream open_for_writing(const std::string& path) {
 
 }  // namespace
 
+bool is_plain_mpi(const std::string& contender) {
+  return contender != "shmcoll" && contender.find('+') == std::string::npos;
+}
+
 Stats stats_of(std::vector<double> samples) {
   std::sort(samples.begin(), samples.end());
   return {samples[samples.size() / 2], samples.front(), samples.back()};
@@ -42,9 +46,9 @@ double bus_factor(const std::string& collective, int ranks) {
 
 void print_table(const Sweep& sweep, const RunInfo& info) {
   const bool reduction = reduces(sweep.collective);
-  std::printf("\n# shmcoll %s, %d ranks, %s%s%s, median of %d samples (each the slowest rank)\n",
-              sweep.collective.c_str(), info.ranks, info.dtype.c_str(), reduction ? " " : "",
-              reduction ? info.op.c_str() : "", info.iters);
+  std::printf("\n# %s %s, %d ranks, %s%s%s, median of %d samples (each the slowest rank)\n",
+              sweep.contender.c_str(), sweep.collective.c_str(), info.ranks, info.dtype.c_str(),
+              reduction ? " " : "", reduction ? info.op.c_str() : "", info.iters);
   std::printf("%10s %12s %10s %10s %10s %10s %12s %14s\n", "bytes", "median_us", "min_us", "max_us",
               "algbw_GB/s", "busbw_GB/s", "memcpy_us", "x_line_floor");
   const double factor = bus_factor(sweep.collective, info.ranks);
@@ -53,8 +57,43 @@ void print_table(const Sweep& sweep, const RunInfo& info) {
     const double algbw = s.median > 0 ? row.bytes / s.median / 1e9 : 0.0;
     std::printf("%10zu %12.3f %10.3f %10.3f %10.2f %10.2f %12.3f %14.2f\n", row.bytes,
                 s.median * 1e6, s.min * 1e6, s.max * 1e6, algbw, algbw * factor,
-                info.refs.memcpy_seconds(row.bytes) * 1e6,
-                s.median / info.refs.line_exchange_seconds);
+                info.refs.memcpy_seconds(row.bytes) * 1e6, s.median / sweep.line_exchange_seconds);
+  }
+}
+
+void print_comparison(const std::vector<Sweep>& contenders, const RunInfo& info) {
+  const std::string& collective = contenders.front().collective;
+  const bool reduction = reduces(collective);
+  std::printf(
+      "\n# %s, %d ranks, %s%s%s: median us of %d samples (each the slowest rank) per contender;\n"
+      "# x_C = the faster plain MPI's median / C's (above 1: C is faster); x_floor = shmcoll / "
+      "the\n"
+      "# two-rank cache-line exchange (%.3f us, measured just before this collective)\n",
+      collective.c_str(), info.ranks, info.dtype.c_str(), reduction ? " " : "",
+      reduction ? info.op.c_str() : "", info.iters, contenders.front().line_exchange_seconds * 1e6);
+  std::printf("%10s", "bytes");
+  for (const Sweep& sweep : contenders) std::printf(" %14s", sweep.contender.c_str());
+  for (const Sweep& sweep : contenders) {
+    if (!is_plain_mpi(sweep.contender)) std::printf(" %16s", ("x_" + sweep.contender).c_str());
+  }
+  std::printf(" %9s %11s\n", "x_floor", "memcpy_us");
+  for (std::size_t r = 0; r < contenders.front().rows.size(); ++r) {
+    const std::size_t bytes = contenders.front().rows[r].bytes;
+    double best_mpi = 0;
+    std::printf("%10zu", bytes);
+    for (const Sweep& sweep : contenders) {
+      const double median = stats_of(sweep.rows[r].samples).median;
+      std::printf(" %14.3f", median * 1e6);
+      if (is_plain_mpi(sweep.contender) && (best_mpi == 0 || median < best_mpi)) best_mpi = median;
+    }
+    for (const Sweep& sweep : contenders) {
+      if (is_plain_mpi(sweep.contender)) continue;
+      std::printf(" %16.2f", best_mpi / stats_of(sweep.rows[r].samples).median);
+    }
+    std::printf(" %9.2f %11.3f\n",
+                stats_of(contenders.front().rows[r].samples).median /
+                    contenders.front().line_exchange_seconds,
+                info.refs.memcpy_seconds(bytes) * 1e6);
   }
 }
 
@@ -81,14 +120,17 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
                       {"busbw_gbps", algbw * factor},
                       {"memcpy_us", info.refs.memcpy_seconds(row.bytes) * 1e6}});
     }
-    root["collectives"].push_back({{"name", sweep.collective}, {"rows", rows}});
+    root["collectives"].push_back({{"name", sweep.collective},
+                                   {"contender", sweep.contender},
+                                   {"line_exchange_us", sweep.line_exchange_seconds * 1e6},
+                                   {"rows", rows}});
   }
   open_for_writing(path) << root.dump(2) << '\n';
 }
 
 void write_csv(const std::string& path, const RunInfo& info, const std::vector<Sweep>& sweeps) {
   auto out = open_for_writing(path);
-  out << "collective,ranks,dtype,op,bytes,median_us,min_us,max_us,algbw_gbps,busbw_gbps,"
+  out << "collective,contender,ranks,dtype,op,bytes,median_us,min_us,max_us,algbw_gbps,busbw_gbps,"
          "memcpy_us,line_exchange_us\n";
   char line[512];
   for (const Sweep& sweep : sweeps) {
@@ -96,11 +138,11 @@ void write_csv(const std::string& path, const RunInfo& info, const std::vector<S
     for (const Row& row : sweep.rows) {
       const Stats s = stats_of(row.samples);
       const double algbw = s.median > 0 ? row.bytes / s.median / 1e9 : 0.0;
-      std::snprintf(line, sizeof line, "%s,%d,%s,%s,%zu,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f\n",
-                    sweep.collective.c_str(), info.ranks, info.dtype.c_str(), info.op.c_str(),
-                    row.bytes, s.median * 1e6, s.min * 1e6, s.max * 1e6, algbw, algbw * factor,
-                    info.refs.memcpy_seconds(row.bytes) * 1e6,
-                    info.refs.line_exchange_seconds * 1e6);
+      std::snprintf(line, sizeof line, "%s,%s,%d,%s,%s,%zu,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f\n",
+                    sweep.collective.c_str(), sweep.contender.c_str(), info.ranks,
+                    info.dtype.c_str(), info.op.c_str(), row.bytes, s.median * 1e6, s.min * 1e6,
+                    s.max * 1e6, algbw, algbw * factor, info.refs.memcpy_seconds(row.bytes) * 1e6,
+                    sweep.line_exchange_seconds * 1e6);
       out << line;
     }
   }

@@ -1,5 +1,6 @@
-// What shmcoll-bench reports: the OSU-style table on stdout, and the same numbers as JSON or CSV
-// for scripts and plots. Every format carries the same rows and the same reference lines.
+// What shmcoll-bench reports: the OSU-style table on stdout (one contender) or the side-by-side
+// table (with --vs), and the same numbers as JSON or CSV for scripts and plots. Every format
+// carries the same rows and the same reference lines.
 #pragma once
 
 #include <cstddef>
@@ -17,8 +18,13 @@ struct Row {
 
 struct Sweep {
   std::string collective;
+  std::string contender;         // "shmcoll", or an MPI contender's name (mpi_contender.hpp)
+  double line_exchange_seconds;  // the floor, measured just before this collective's sweep
   std::vector<Row> rows;
 };
+
+// An MPI's own collectives, as opposed to shmcoll natively or through its MPI layer.
+bool is_plain_mpi(const std::string& contender);
 
 struct RunInfo {
   int ranks;
@@ -39,6 +45,9 @@ Stats stats_of(std::vector<double> samples);
 double bus_factor(const std::string& collective, int ranks);
 
 void print_table(const Sweep& sweep, const RunInfo& info);
+// One collective, every contender's sweep over the same sizes (shmcoll's first): each median,
+// and each non-MPI contender's speed-up over the faster plain MPI.
+void print_comparison(const std::vector<Sweep>& contenders, const RunInfo& info);
 // Throws std::runtime_error naming the file when it cannot be written.
 void write_json(const std::string& path, const RunInfo& info, const std::vector<Sweep>& sweeps);
 void write_csv(const std::string& path, const RunInfo& info, const std::vector<Sweep>& sweeps);

@@ -1,13 +1,18 @@
-/* The same measurement as shmcoll-bench, for an MPI's own collectives, so the two tables compare:
- * per size a warm-up, then SAMPLES batches of back-to-back calls (about 200 us each) between
- * barriers; a sample is the slowest rank's time per call (MPI_MAX); the median is printed.
- * Usage: mpi_coll_bench COLL SIZES [SAMPLES], f32 and sum. COLL is any collective shmcoll-bench
- * knows; SIZES follow its convention (OSU's): the vector for reductions, including reduce_scatter,
- * and the block per rank pair for scatter, gather, allgather and alltoall and their v/w forms. */
+/* The same measurement as shmcoll-bench, for an MPI's own collectives (or an MPI with shmcoll's
+ * layer preloaded), so the contenders compare: per size a warm-up, one untimed batch, then SAMPLES
+ * batches of back-to-back calls (about 200 us each) between barriers; a sample is the slowest
+ * rank's time per call (MPI_MAX). Rank 0 prints the median, min and max, then a line
+ * "# samples BYTES t1 ... tN" (us, in order) that shmcoll-bench --vs reads.
+ * Usage: mpi_coll_bench COLL SIZES [SAMPLES] [--vary-data], f32 and sum. COLL is any collective
+ * shmcoll-bench knows; SIZES follow its convention (OSU's): the vector for reductions, including
+ * reduce_scatter, and the block per rank pair for scatter, gather, allgather and alltoall and
+ * their v/w forms. --vary-data: as shmcoll-bench's (bench/vary_data.h). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "vary_data.h"
 
 static int compare_doubles(const void* a, const void* b) {
   const double x = *(const double*)a, y = *(const double*)b;
@@ -79,12 +84,13 @@ int main(int argc, char** argv) {
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (argc < 3) {
-    if (rank == 0) fprintf(stderr, "usage: mpi_coll_bench COLL SIZES [SAMPLES]\n");
+  const int vary = argc > 4 && !strcmp(argv[4], "--vary-data");
+  const int samples = argc > 3 ? atoi(argv[3]) : 30;
+  if (argc < 3 || samples < 1 || (argc > 4 && !vary)) {
+    if (rank == 0) fprintf(stderr, "usage: mpi_coll_bench COLL SIZES [SAMPLES] [--vary-data]\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   const char* coll = argv[1];
-  const int samples = argc > 3 ? atoi(argv[3]) : 30;
   char* sizes = strdup(argv[2]);
   double* times = malloc(sizeof(double) * samples);
   counts = malloc(sizeof(int) * size);
@@ -96,27 +102,45 @@ int main(int argc, char** argv) {
   for (char* token = strtok(sizes, ","); token; token = strtok(NULL, ",")) {
     const size_t bytes = strcmp(coll, "barrier") ? parse_size(token) : 0;
     const int count = (int)(bytes / sizeof(float));
-    /* Room for a block per rank; every byte touched before timing. */
-    float* send = malloc(bytes * size + 64);
-    float* recv = malloc(bytes * size + 64);
-    for (long i = 0; i < (long)count * size; ++i) send[i] = recv[i] = (float)(i % 7);
+    /* Room for a block per rank, in each of `slots` page-aligned slots; every byte touched
+     * before timing, each slot with different values. */
+    const size_t buffer_bytes = bytes * size, stride = vary_slot_stride(buffer_bytes);
+    const size_t slots = vary ? vary_slot_count(stride) : 1;
+    char* send = aligned_alloc(VARY_PAGE_BYTES, stride * slots);
+    char* recv = aligned_alloc(VARY_PAGE_BYTES, stride * slots);
+    for (size_t slot = 0; slot < slots; ++slot) {
+      float* s = (float*)(send + slot * stride);
+      for (long i = 0; i < (long)count * size; ++i) s[i] = (float)((i + slot) % 7);
+      memset(recv + slot * stride, 0, buffer_bytes);
+    }
     set_layout(size, count);
+    size_t next = 0; /* the slot the next call uses */
+#define CALL()                                                                               \
+  do {                                                                                       \
+    call(coll, (float*)(send + next * stride), (float*)(recv + next * stride), count, size); \
+    next = next + 1 == slots ? 0 : next + 1;                                                 \
+  } while (0)
     double start = MPI_Wtime();
-    for (int i = 0; i < 5; ++i) call(coll, send, recv, count, size);
+    for (int i = 0; i < 5; ++i) CALL();
     double per_call = (MPI_Wtime() - start) / 5;
     long batch = (long)(200e-6 / (per_call > 1e-9 ? per_call : 1e-9));
     if (batch < 1) batch = 1;
     if (batch > 10000) batch = 10000;
     MPI_Bcast(&batch, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+    for (long i = 0; i < batch; ++i) CALL();
     for (int s = 0; s < samples; ++s) {
       MPI_Barrier(MPI_COMM_WORLD);
       start = MPI_Wtime();
-      for (long i = 0; i < batch; ++i) call(coll, send, recv, count, size);
+      for (long i = 0; i < batch; ++i) CALL();
       double mine = (MPI_Wtime() - start) / batch, slowest;
       MPI_Reduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
       times[s] = slowest;
     }
+#undef CALL
     if (rank == 0) {
+      printf("# samples %zu", bytes);
+      for (int s = 0; s < samples; ++s) printf(" %.4f", times[s] * 1e6);
+      printf("\n");
       qsort(times, samples, sizeof(double), compare_doubles);
       printf("%10zu %12.3f %10.3f %10.3f\n", bytes, times[samples / 2] * 1e6, times[0] * 1e6,
              times[samples - 1] * 1e6);

@@ -1,5 +1,6 @@
-// shmcoll-bench itself: --check must catch a wrong result, and --json/--csv must hold every
-// collective and size of the sweep (the plots and the side-by-side tables read them).
+// shmcoll-bench itself: --check must catch a wrong result (also in --vary-data's rotating slots),
+// --json/--csv must hold every collective and size of the sweep, --plot must draw a PNG, and --vs
+// must run every MPI contender at every size.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -7,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -35,15 +37,79 @@ TEST(BenchHarness, CheckPassesCorrectResults) {
   EXPECT_NE(run.output.find("all results correct"), std::string::npos) << run.output;
 }
 
+TEST(BenchHarness, CheckPassesWithVaryingData) {
+  const BenchRun run = bench(
+      "-n 3 --coll bcast,reduce_scatter,scatterv,alltoallw --sizes 24,8K --iters 2 --check "
+      "--vary-data");
+  EXPECT_EQ(run.status, 0) << run.output;
+  EXPECT_NE(run.output.find("all results correct"), std::string::npos) << run.output;
+}
+
 TEST(BenchHarness, CheckCatchesAnInjectedWrongResult) {
-  for (const char* coll : {"allreduce", "reduce_scatter", "gatherv", "alltoallw"}) {
-    const BenchRun run =
-        bench(std::string("-n 2 --coll ") + coll + " --sizes 64 --iters 2 --check --inject-error");
-    EXPECT_EQ(run.status, 1) << coll << "\n" << run.output;
-    EXPECT_NE(run.output.find("MISMATCHES"), std::string::npos) << run.output;
-    EXPECT_NE(run.output.find("wrong elements"), std::string::npos) << run.output;
+  for (const char* vary : {"", " --vary-data"}) {
+    for (const char* coll : {"allreduce", "reduce_scatter", "gatherv", "alltoallw"}) {
+      const BenchRun run = bench(std::string("-n 2 --coll ") + coll +
+                                 " --sizes 64 --iters 2 --check --inject-error" + vary);
+      EXPECT_EQ(run.status, 1) << coll << vary << "\n" << run.output;
+      EXPECT_NE(run.output.find("MISMATCHES"), std::string::npos) << run.output;
+      EXPECT_NE(run.output.find("wrong elements"), std::string::npos) << run.output;
+    }
   }
 }
+
+// A PNG file: its signature, and more than an empty canvas.
+void expect_png(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string head(8, '\0');
+  in.read(head.data(), 8);
+  EXPECT_EQ(head, "\x89PNG\r\n\x1a\n") << path;
+  EXPECT_GT(std::filesystem::file_size(path), 20'000u) << path;
+}
+
+TEST(BenchHarness, PlotDrawsAPng) {
+  const std::string png = temp_path("bench-plot-") + ".png";
+  const BenchRun run = bench(
+      "-n 2 --coll barrier,allreduce,gather --min 8 --max 64K --iters 2 "
+      "--plot " +
+      png);
+  ASSERT_EQ(run.status, 0) << run.output;
+  expect_png(png);
+  std::filesystem::remove(png);
+}
+
+#ifdef SHMCOLL_BENCH_MPIS
+// Every MPI this build has a harness for, each alone and with the layer, at every size, beside
+// shmcoll: in the table, the JSON and the plot.
+TEST(BenchHarness, SideBySideWithEachMpi) {
+  const std::string mpis = SHMCOLL_BENCH_MPIS;
+  const std::string json_path = temp_path("bench-vs-"), png = temp_path("bench-vs-") + ".png";
+  const BenchRun run = bench("-n 2 --coll allreduce,scatter --sizes 8,1K --iters 3 --vs " + mpis +
+                             " --check --json " + json_path + " --plot " + png);
+  ASSERT_EQ(run.status, 0) << run.output;
+  std::set<std::string> expected = {"shmcoll"};
+  std::stringstream names(mpis);
+  for (std::string mpi; std::getline(names, mpi, ',');) {
+    expected.insert({mpi, mpi + "+layer"});
+    EXPECT_NE(run.output.find("x_" + mpi + "+layer"), std::string::npos) << run.output;
+  }
+  const auto doc = nlohmann::json::parse(std::ifstream(json_path));
+  std::map<std::string, std::set<std::string>> contenders;
+  for (const auto& sweep : doc["collectives"]) {
+    contenders[sweep["name"]].insert(sweep["contender"].get<std::string>());
+    std::set<std::size_t> sizes;
+    for (const auto& row : sweep["rows"]) {
+      sizes.insert(row["bytes"].get<std::size_t>());
+      EXPECT_GT(row["median_us"].get<double>(), 0) << sweep["contender"];
+    }
+    EXPECT_EQ(sizes, (std::set<std::size_t>{8, 1024})) << sweep["contender"];
+  }
+  EXPECT_EQ(contenders["allreduce"], expected);
+  EXPECT_EQ(contenders["scatter"], expected);
+  expect_png(png);
+  std::filesystem::remove(json_path);
+  std::filesystem::remove(png);
+}
+#endif
 
 TEST(BenchHarness, JsonAndCsvHoldEverySize) {
   const std::string json_path = temp_path("bench-json-"), csv_path = temp_path("bench-csv-");
@@ -57,6 +123,7 @@ TEST(BenchHarness, JsonAndCsvHoldEverySize) {
   EXPECT_GT(doc["references"]["line_exchange_us"].get<double>(), 0);
   ASSERT_EQ(doc["collectives"].size(), 2u);
   for (const auto& collective : doc["collectives"]) {
+    EXPECT_GT(collective["line_exchange_us"].get<double>(), 0) << collective["name"];
     std::set<std::size_t> seen;
     for (const auto& row : collective["rows"]) {
       seen.insert(row["bytes"].get<std::size_t>());
@@ -70,23 +137,31 @@ TEST(BenchHarness, JsonAndCsvHoldEverySize) {
   std::ifstream csv(csv_path);
   std::string line;
   std::getline(csv, line);
-  EXPECT_EQ(line.rfind("collective,ranks,dtype,op,bytes,median_us", 0), 0u) << line;
+  EXPECT_EQ(line.rfind("collective,contender,ranks,dtype,op,bytes,median_us", 0), 0u) << line;
   std::set<std::string> rows;
   while (std::getline(csv, line)) rows.insert(line.substr(0, line.find(',', line.find(',') + 1)));
   int lines = 0;
   std::ifstream again(csv_path);
   while (std::getline(again, line)) ++lines;
   EXPECT_EQ(lines, 1 + 2 * static_cast<int>(sizes.size()));
-  EXPECT_EQ(rows, (std::set<std::string>{"allgather,2", "bcast,2"}));
+  EXPECT_EQ(rows, (std::set<std::string>{"allgather,shmcoll", "bcast,shmcoll"}));
   std::filesystem::remove(json_path);
   std::filesystem::remove(csv_path);
 }
 
 TEST(BenchHarness, BadArgumentsAreRefusedByName) {
   EXPECT_EQ(bench("--coll nonsense").status, 2);
-  const BenchRun run = bench("--min 1K");
-  EXPECT_EQ(run.status, 2);
-  EXPECT_NE(run.output.find("--min and --max"), std::string::npos) << run.output;
+  const std::pair<const char*, const char*> cases[] = {
+      {"--min 1K", "--min and --max"},
+      {"--vs lam", "--vs: unknown MPI lam"},
+      {"--vs openmpi --dtype f64", "--vs: the MPI harness measures"},
+      {"--vary-data --heap", "--vary-data and --heap"},
+  };
+  for (const auto& [args, message] : cases) {
+    const BenchRun run = bench(args);
+    EXPECT_EQ(run.status, 2) << args;
+    EXPECT_NE(run.output.find(message), std::string::npos) << args << "\n" << run.output;
+  }
 }
 
 }  // namespace

@@ -2,8 +2,8 @@
 # Needs root (or sudo) only when something is missing.
 
 SHMCOLL_BUILD_PACKAGES=(cmake g++ make pkg-config hwloc libhwloc-dev libnuma-dev libgtest-dev
-  libbenchmark-dev libcli11-dev nlohmann-json3-dev)
-# The two MPIs the PMPI layer is built and tested against, and the benchmarks compare with.
+  libbenchmark-dev libcli11-dev nlohmann-json3-dev gnuplot-nox)
+# The two MPIs the PMPI layer is built and tested against, and shmcoll-bench --vs runs beside.
 SHMCOLL_MPI_PACKAGES=(openmpi-bin libopenmpi-dev mpich libmpich-dev)
 
 ensure_packages() {
