@@ -33,6 +33,16 @@ std::vector<std::vector<const Sweep*>> by_collective(const std::vector<Sweep>& s
   return groups;
 }
 
+// One hue per MPI, dashed when shmcoll's layer is preloaded into it; shmcoll bold.
+std::string style(const std::string& contender) {
+  std::string look = "lw 1.5 lc '#555555'";
+  if (contender == "shmcoll") look = "lw 2.5 lc '#1f3a93'";
+  if (contender.starts_with("openmpi")) look = "lw 1.5 lc '#2ca02c'";
+  if (contender.starts_with("mpich")) look = "lw 1.5 lc '#d62728'";
+  if (!is_plain_mpi(contender) && contender != "shmcoll") look += " dt 2";
+  return look + " title " + quoted(contender);
+}
+
 std::string data_file(const fs::path& dir, const std::string& name) {
   return (dir / name).string();
 }
@@ -73,7 +83,7 @@ void write_plot(const std::string& png_path, const RunInfo& info,
          << "set grid\nset xrange [" << groups.front().front()->rows.front().bytes / 1.5 << ":"
          << groups.front().front()->rows.back().bytes * 1.5 << "]\n"
          << "set key outside bottom center horizontal font ',9'\n"
-         << "set style data linespoints\nset pointsize 0.6\n";
+         << "set termoption noenhanced\nset style data linespoints\nset pointsize 0.6\n";
   int file_number = 0;
   for (const auto& group : groups) {
     std::vector<std::string> files;
@@ -95,14 +105,14 @@ void write_plot(const std::string& png_path, const RunInfo& info,
     script << "set title " << quoted(name + ": latency") << "\nset yrange [" << fastest * 1e6 / 3
            << ":*]\nset ylabel 'us per call'\nplot ";
     for (std::size_t i = 0; i < group.size(); ++i) {
-      script << quoted(files[i]) << " using 1:2 title " << quoted(group[i]->contender) << ", ";
+      script << quoted(files[i]) << " using 1:2 " << style(group[i]->contender) << ", ";
     }
     script << refs_file << " using 1:2 with lines dt 2 lc 'gray40' title 'memcpy of the bytes', "
            << floor_us << " with lines dt 3 lc 'black' title 'cache-line exchange'\n";
     script << "set title " << quoted(name + ": bus bandwidth") << "\nset yrange [*:*]\n"
            << "set ylabel 'GB/s (nccl-tests bus bandwidth)'\nplot ";
     for (std::size_t i = 0; i < group.size(); ++i) {
-      script << quoted(files[i]) << " using 1:3 title " << quoted(group[i]->contender) << ", ";
+      script << quoted(files[i]) << " using 1:3 " << style(group[i]->contender) << ", ";
     }
     script << refs_file << " using 1:3 with lines dt 2 lc 'gray40' title 'memcpy'\n";
   }
