@@ -4,16 +4,60 @@
 //   kill-rank R             rank R kills itself with SIGKILL mid-loop
 //   attach-twice            a second attach must be refused
 //   barrier-forever DIR     write my pid to DIR/rank.N, then loop on barriers
+//   random-forever DIR SEED write my pid to DIR/rank.N, then loop on collectives drawn at random
+//                           (the same sequence on every rank), until killed or failed
 //   expect-cores C0,C1,...  rank r checks that shmcoll-run mapped it to core Cr, then allreduces
 #include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "shmcoll/shmcoll.hpp"
+
+namespace {
+
+// DIR/rank.N holds my pid; written under another name and renamed, so a reader never sees half.
+void announce_pid(const std::string& dir, int rank) {
+  const std::string path = dir + "/rank." + std::to_string(rank);
+  std::ofstream(path + ".tmp") << getpid();
+  std::filesystem::rename(path + ".tmp", path);
+}
+
+// One collective drawn from `random` (seeded alike on every rank, so all draw the same one) with
+// up to 2,000 elements per block, so a kill can land in small and chunked calls alike.
+void random_collective(shmcoll::Team& team, std::mt19937& random, std::vector<double>& send,
+                       std::vector<double>& recv) {
+  using shmcoll::Dtype;
+  using shmcoll::Op;
+  const auto count = static_cast<std::int64_t>(random() % 2000);
+  const int root = static_cast<int>(random() % static_cast<unsigned>(team.size()));
+  switch (random() % 8) {
+    case 0:
+      return team.allreduce(send.data(), recv.data(), count, Dtype::f64, Op::sum);
+    case 1:
+      return team.bcast(recv.data(), count, Dtype::f64, root);
+    case 2:
+      return team.reduce(send.data(), recv.data(), count, Dtype::f64, Op::max, root);
+    case 3:
+      return team.alltoall(send.data(), count, Dtype::f64, recv.data(), count, Dtype::f64);
+    case 4:
+      return team.allgather(send.data(), count, Dtype::f64, recv.data(), count, Dtype::f64);
+    case 5:
+      return team.scan(send.data(), recv.data(), count, Dtype::f64, Op::sum);
+    case 6:
+      return team.gather(send.data(), count, Dtype::f64, recv.data(), count, Dtype::f64, root);
+    default:
+      return team.barrier();
+  }
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
@@ -55,11 +99,19 @@ int main(int argc, char** argv) {
       return mapped && want == mine && sum == team.size() ? 0 : 1;
     }
     if (mode == "barrier-forever") {
-      std::ofstream(std::string(argv[2]) + "/rank." + std::to_string(team.rank())) << getpid();
+      announce_pid(argv[2], team.rank());
       for (;;) team.barrier();
     }
+    if (mode == "random-forever") {
+      std::mt19937 random(static_cast<unsigned>(std::atoi(argv[3])));
+      std::vector<double> send(2000 * static_cast<std::size_t>(team.size()), 1.0),
+          recv(send.size());
+      announce_pid(argv[2], team.rank());
+      for (;;) random_collective(team, random, send, recv);
+    }
   } catch (const shmcoll::Error& error) {
-    std::fprintf(stderr, "launcher_child: %s\n", error.what());
+    std::fprintf(stderr, "launcher_child: %s: %s\n", shmcoll::errc_name(error.code()),
+                 error.what());
     return error.code() == shmcoll::Errc::peer_failed ? 4 : 5;
   }
   return 6;

@@ -77,38 +77,25 @@ TEST(Launcher, BadArgumentsAreRejected) {
   EXPECT_NE(launch("--bind-to nowhere -n 2 " + child + " allreduce").status, 0);
 }
 
-TEST(Launcher, SigintStopsEveryRank) {
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("shmcoll-sigint-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  const pid_t launcher = fork();
-  if (launcher == 0) {
-    execl(SHMCOLL_RUN, SHMCOLL_RUN, "-n", "3", child.c_str(), "barrier-forever", dir.c_str(),
-          static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  std::vector<pid_t> ranks;
-  for (int wait_ms = 0; ranks.size() < 3 && wait_ms < 10'000; wait_ms += 20) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    ranks.clear();
-    for (int rank = 0; rank < 3; ++rank) {
-      pid_t pid = 0;
-      std::ifstream(dir / ("rank." + std::to_string(rank))) >> pid;
-      if (pid > 0) ranks.push_back(pid);
+TEST(Launcher, SigintAndSigtermStopEveryRank) {
+  for (const int signal : {SIGINT, SIGTERM}) {
+    const auto dir =
+        std::filesystem::temp_directory_path() / ("shmcoll-stop-" + std::to_string(getpid()));
+    const auto shm_before = shmcoll::testing::dev_shm_entries();
+    const auto launch = shmcoll::testing::launch_in_background(
+        SHMCOLL_RUN, {"-n", "3", child, "barrier-forever", dir.string()}, 3, dir);
+    ASSERT_EQ(launch.ranks.size(), 3u);
+    kill(launch.launcher, signal);
+    double seconds = 0;
+    const int status = shmcoll::testing::wait_for_launcher(launch.launcher, 5.0, seconds);
+    ASSERT_NE(status, -1) << "launcher hangs after signal " << signal;
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << status;
+    for (pid_t pid : launch.ranks) {
+      EXPECT_TRUE(shmcoll::testing::process_gone(pid)) << "rank process " << pid << " survived";
     }
+    EXPECT_EQ(shmcoll::testing::dev_shm_entries(), shm_before);
+    std::filesystem::remove_all(dir);
   }
-  ASSERT_EQ(ranks.size(), 3u);
-  kill(launcher, SIGINT);
-  int status = 0;
-  const auto start = std::chrono::steady_clock::now();
-  while (waitpid(launcher, &status, WNOHANG) == 0) {
-    ASSERT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5))
-        << "launcher hangs";
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0);
-  for (pid_t pid : ranks) EXPECT_NE(kill(pid, 0), 0) << "rank process " << pid << " survived";
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

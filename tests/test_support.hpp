@@ -2,6 +2,7 @@
 #pragma once
 
 #include <dirent.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "shmcoll/shmcoll.hpp"
 
@@ -104,5 +106,78 @@ struct ForceTreeAlgorithms {
   ScopedEnv allreduce{"SHMCOLL_ALLREDUCE_ALGORITHM", "allreduce_tree"};
   ScopedEnv scan{"SHMCOLL_SCAN_ALGORITHM", "scan_tree"};
 };
+
+// shmcoll-run started in the background with `args` (a launcher_child mode that writes each
+// rank's pid to dir/rank.N), its stderr going to dir/stderr. `ranks` holds the rank pids once all
+// `rank_count` have started (empty if they did not within 10 s).
+struct BackgroundLaunch {
+  pid_t launcher = -1;
+  std::vector<pid_t> ranks;
+  std::filesystem::path dir;
+  std::string stderr_text() const {
+    std::ifstream in(dir / "stderr");
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  }
+};
+
+inline BackgroundLaunch launch_in_background(const std::string& launcher_path,
+                                             const std::vector<std::string>& args, int rank_count,
+                                             const std::filesystem::path& dir) {
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  BackgroundLaunch launch;
+  launch.dir = dir;
+  launch.launcher = fork();
+  if (launch.launcher == 0) {
+    const std::string err = (dir / "stderr").string();
+    if (std::FILE* file = std::fopen(err.c_str(), "w")) dup2(fileno(file), STDERR_FILENO);
+    std::vector<char*> argv{const_cast<char*>(launcher_path.c_str())};
+    for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  for (int waited_ms = 0; waited_ms < 10'000; waited_ms += 2) {
+    std::vector<pid_t> ranks;
+    for (int rank = 0; rank < rank_count; ++rank) {
+      pid_t pid = 0;
+      std::ifstream(dir / ("rank." + std::to_string(rank))) >> pid;
+      if (pid > 0) ranks.push_back(pid);
+    }
+    if (static_cast<int>(ranks.size()) == rank_count) {
+      launch.ranks = ranks;
+      break;
+    }
+    usleep(2000);
+  }
+  return launch;
+}
+
+// Waits for the launcher at most `limit` seconds; its wait status, or -1 after killing it
+// when it overran. `seconds` gets the time waited.
+inline int wait_for_launcher(pid_t launcher, double limit, double& seconds) {
+  const double start = monotonic_seconds();
+  int status = 0;
+  while (waitpid(launcher, &status, WNOHANG) == 0) {
+    if (monotonic_seconds() - start > limit) {
+      kill(launcher, SIGKILL);
+      waitpid(launcher, &status, 0);
+      seconds = monotonic_seconds() - start;
+      return -1;
+    }
+    usleep(500);
+  }
+  seconds = monotonic_seconds() - start;
+  return status;
+}
+
+// Whether a process is gone: no such pid, or a zombie nobody has reaped yet.
+inline bool process_gone(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return true;
+  const std::size_t close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z';
+}
 
 }  // namespace shmcoll::testing

@@ -1,0 +1,79 @@
+// Fault injection under shmcoll-run: kill -9 one rank at a random moment while every rank runs
+// random collectives, 100 times at 4 and 8 ranks. Every survivor must fail with peer_failed
+// within a second, the launcher must exit 128 + SIGKILL naming the dead rank, no rank process may
+// be left, and /dev/shm must hold exactly what it held before.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <random>
+#include <string>
+
+#include "test_support.hpp"
+
+namespace {
+
+using shmcoll::testing::BackgroundLaunch;
+
+std::size_t occurrences(const std::string& text, const std::string& word) {
+  std::size_t count = 0;
+  for (std::size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1))
+    ++count;
+  return count;
+}
+
+TEST(FaultInjection, KillNineAtRandomMomentsFailsEverySurvivorCleanly) {
+  std::mt19937 random(20261123);  // fixed, so a failing trial can be replayed
+  const auto shm_before = shmcoll::testing::dev_shm_entries();
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("shmcoll-fault-" + std::to_string(getpid()));
+  int survived = 0;
+  double slowest = 0;
+  for (int trial = 0; trial < 100; ++trial) {
+    const int ranks = trial % 2 == 0 ? 4 : 8;
+    const int victim = static_cast<int>(random() % static_cast<unsigned>(ranks));
+    const auto delay_us = static_cast<useconds_t>(random() % 30'000);
+    const std::string seed = std::to_string(random());
+    const BackgroundLaunch launch = shmcoll::testing::launch_in_background(
+        SHMCOLL_RUN,
+        {"-n", std::to_string(ranks), LAUNCHER_CHILD, "random-forever", dir.string(), seed}, ranks,
+        dir);
+    const std::string trial_name = "trial " + std::to_string(trial) + ": " + std::to_string(ranks) +
+                                   " ranks, rank " + std::to_string(victim) + " killed after " +
+                                   std::to_string(delay_us) + " us, seed " + seed;
+    ASSERT_EQ(launch.ranks.size(), static_cast<std::size_t>(ranks)) << trial_name;
+    usleep(delay_us);
+    kill(launch.ranks[static_cast<std::size_t>(victim)], SIGKILL);
+
+    double seconds = 0;
+    const int status = shmcoll::testing::wait_for_launcher(launch.launcher, 10.0, seconds);
+    const std::string errors = launch.stderr_text();
+    slowest = std::max(slowest, seconds);
+    if (status == -1) {  // the launcher was killed; its ranks would spin on forever
+      for (pid_t pid : launch.ranks) kill(pid, SIGKILL);
+    }
+    ASSERT_NE(status, -1) << trial_name << ": the team hangs\n" << errors;
+    EXPECT_LT(seconds, 1.0) << trial_name;
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGKILL)
+        << trial_name << ": status " << status << "\n"
+        << errors;
+    EXPECT_NE(errors.find("shmcoll-run: rank " + std::to_string(victim) + " "), std::string::npos)
+        << trial_name << "\n"
+        << errors;
+    EXPECT_NE(errors.find("SIGKILL"), std::string::npos) << trial_name << "\n" << errors;
+    EXPECT_EQ(occurrences(errors, "launcher_child: peer_failed"),
+              static_cast<std::size_t>(ranks - 1))
+        << trial_name << "\n"
+        << errors;
+    for (pid_t pid : launch.ranks) {
+      EXPECT_TRUE(shmcoll::testing::process_gone(pid)) << trial_name << ": pid " << pid << " left";
+    }
+    EXPECT_EQ(shmcoll::testing::dev_shm_entries(), shm_before) << trial_name;
+    if (!::testing::Test::HasFailure()) ++survived;
+  }
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(survived, 100);
+  std::printf("fault injection: %d of 100 trials clean, slowest launcher exit %.3f s after kill\n",
+              survived, slowest);
+}
+
+}  // namespace
