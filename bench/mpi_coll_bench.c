@@ -6,18 +6,13 @@
  * Usage: mpi_coll_bench COLL SIZES [SAMPLES] [--vary-data], f32 and sum. COLL is any collective
  * shmcoll-bench knows; SIZES follow its convention (OSU's): the vector for reductions, including
  * reduce_scatter, and the block per rank pair for scatter, gather, allgather and alltoall and
- * their v/w forms. --vary-data: as shmcoll-bench's (bench/vary_data.h). */
+ * their v/w forms. --vary-data and the batch sizing: bench/harness_method.h. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "vary_data.h"
-
-/* The method's constants, the same in bench/native_bench.cpp. */
-#define WARMUP_CALLS 5
-#define SIZING_CALLS 10
-#define BATCH_SECONDS 200e-6
+#include "harness_method.h"
 
 static int compare_doubles(const void* a, const void* b) {
   const double x = *(const double*)a, y = *(const double*)b;
@@ -125,14 +120,13 @@ int main(int argc, char** argv) {
     call(coll, (float*)(send + next * stride), (float*)(recv + next * stride), count, size); \
     next = next + 1 == slots ? 0 : next + 1;                                                 \
   } while (0)
-    /* Warm-up, then the batch sized from calls timed after it (as in shmcoll-bench). */
     for (int i = 0; i < WARMUP_CALLS; ++i) CALL();
     double start = MPI_Wtime();
     for (int i = 0; i < SIZING_CALLS; ++i) CALL();
     double per_call = (MPI_Wtime() - start) / SIZING_CALLS;
     long batch = (long)(BATCH_SECONDS / (per_call > 1e-9 ? per_call : 1e-9));
     if (batch < 1) batch = 1;
-    if (batch > 10000) batch = 10000;
+    if (batch > MAX_BATCH_CALLS) batch = MAX_BATCH_CALLS;
     MPI_Bcast(&batch, 1, MPI_LONG, 0, MPI_COMM_WORLD);
     for (long i = 0; i < batch; ++i) CALL();
     for (int s = 0; s < samples; ++s) {

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "vary_data.h"
+#include "harness_method.h"
 
 namespace bench {
 
@@ -184,10 +184,6 @@ void call_collective(shmcoll::Team& team, const std::string& coll, const NativeC
     team.barrier();
 }
 
-// The method's constants, the same in mpi_coll_bench.c.
-constexpr int kWarmupCalls = 5, kSizingCalls = 10;
-constexpr double kBatchSeconds = 200e-6;
-
 // --vary-data's slots (one when it is off): page-aligned copies of a buffer, each call of a batch
 // taking the next.
 struct Slots {
@@ -232,15 +228,14 @@ void bench_rank(shmcoll::Team& team, const NativeConfig& config, const std::stri
     call_collective(team, coll, config, send_of(slot), recv_of(slot), count, v);
   };
 
-  // Warm up, then size the batch from calls timed after the warm-up: the first calls pay for
-  // lazy symbol binding and cold caches, and a batch sized from them would be too short to hide
-  // the barrier between samples. Rank 0's batch is agreed; one batch runs untimed.
-  for (int i = 0; i < kWarmupCalls; ++i) call_next();
+  // Warm up and size the batch (harness_method.h); rank 0's batch is agreed, and one batch runs
+  // untimed.
+  for (int i = 0; i < WARMUP_CALLS; ++i) call_next();
   double start = now_seconds();
-  for (int i = 0; i < kSizingCalls; ++i) call_next();
-  const double per_call = std::max(1e-9, (now_seconds() - start) / kSizingCalls);
-  std::int64_t batch =
-      std::clamp<std::int64_t>(static_cast<std::int64_t>(kBatchSeconds / per_call), 1, 10000);
+  for (int i = 0; i < SIZING_CALLS; ++i) call_next();
+  const double per_call = std::max(1e-9, (now_seconds() - start) / SIZING_CALLS);
+  std::int64_t batch = std::clamp<std::int64_t>(static_cast<std::int64_t>(BATCH_SECONDS / per_call),
+                                                1, MAX_BATCH_CALLS);
   team.bcast(&batch, 1, Dtype::i64, 0);
   for (std::int64_t i = 0; i < batch; ++i) call_next();
 

@@ -18,7 +18,7 @@ struct NativeConfig {
   int iters = 30;
   bool check = false;
   bool heap = false;          // send buffers from Team::allocate
-  bool vary_data = false;     // rotate through buffer slots (vary_data.h)
+  bool vary_data = false;     // rotate through buffer slots (harness_method.h)
   bool inject_error = false;  // corrupt one checked element, to prove --check catches it
 };
 
