@@ -92,11 +92,10 @@ void write_plot(const std::string& png_path, const RunInfo& info,
     for (const Sweep* sweep : group) {
       files.push_back(data_file(dir, std::to_string(file_number++) + ".dat"));
       std::ofstream out(files.back());
-      const double factor = bus_factor(sweep->collective, info.ranks);
       for (const Row& row : sweep->rows) {
-        const double median = stats_of(row.samples).median;
-        fastest = std::min(fastest, median);
-        out << row.bytes << ' ' << median * 1e6 << ' ' << row.bytes / median / 1e9 * factor << '\n';
+        const Figures f = figures_of(row, sweep->collective, info.ranks);
+        fastest = std::min(fastest, f.seconds.median);
+        out << row.bytes << ' ' << f.seconds.median * 1e6 << ' ' << f.busbw_gbps << '\n';
       }
     }
     const std::string& name = group.front()->collective;

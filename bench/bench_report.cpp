@@ -44,6 +44,12 @@ double bus_factor(const std::string& collective, int ranks) {
   return 1;  // bcast, reduce, scan, exscan: the whole vector crosses one link
 }
 
+Figures figures_of(const Row& row, const std::string& collective, int ranks) {
+  const Stats s = stats_of(row.samples);
+  const double algbw = s.median > 0 ? row.bytes / s.median / 1e9 : 0.0;
+  return {s, algbw, algbw * bus_factor(collective, ranks)};
+}
+
 void print_table(const Sweep& sweep, const RunInfo& info) {
   const bool reduction = reduces(sweep.collective);
   std::printf("\n# %s %s, %d ranks, %s%s%s, median of %d samples (each the slowest rank)\n",
@@ -51,12 +57,11 @@ void print_table(const Sweep& sweep, const RunInfo& info) {
               reduction ? " " : "", reduction ? info.op.c_str() : "", info.iters);
   std::printf("%10s %12s %10s %10s %10s %10s %12s %14s\n", "bytes", "median_us", "min_us", "max_us",
               "algbw_GB/s", "busbw_GB/s", "memcpy_us", "x_line_floor");
-  const double factor = bus_factor(sweep.collective, info.ranks);
   for (const Row& row : sweep.rows) {
-    const Stats s = stats_of(row.samples);
-    const double algbw = s.median > 0 ? row.bytes / s.median / 1e9 : 0.0;
+    const Figures f = figures_of(row, sweep.collective, info.ranks);
+    const Stats& s = f.seconds;
     std::printf("%10zu %12.3f %10.3f %10.3f %10.2f %10.2f %12.3f %14.2f\n", row.bytes,
-                s.median * 1e6, s.min * 1e6, s.max * 1e6, algbw, algbw * factor,
+                s.median * 1e6, s.min * 1e6, s.max * 1e6, f.algbw_gbps, f.busbw_gbps,
                 info.refs.memcpy_seconds(row.bytes) * 1e6, s.median / sweep.line_exchange_seconds);
   }
 }
@@ -79,20 +84,19 @@ void print_comparison(const std::vector<Sweep>& contenders, const RunInfo& info)
   std::printf(" %9s %11s\n", "x_floor", "memcpy_us");
   for (std::size_t r = 0; r < contenders.front().rows.size(); ++r) {
     const std::size_t bytes = contenders.front().rows[r].bytes;
+    std::vector<double> medians;
     double best_mpi = 0;
     std::printf("%10zu", bytes);
     for (const Sweep& sweep : contenders) {
       const double median = stats_of(sweep.rows[r].samples).median;
+      medians.push_back(median);
       std::printf(" %14.3f", median * 1e6);
       if (is_plain_mpi(sweep.contender) && (best_mpi == 0 || median < best_mpi)) best_mpi = median;
     }
-    for (const Sweep& sweep : contenders) {
-      if (is_plain_mpi(sweep.contender)) continue;
-      std::printf(" %16.2f", best_mpi / stats_of(sweep.rows[r].samples).median);
+    for (std::size_t c = 0; c < contenders.size(); ++c) {
+      if (!is_plain_mpi(contenders[c].contender)) std::printf(" %16.2f", best_mpi / medians[c]);
     }
-    std::printf(" %9.2f %11.3f\n",
-                stats_of(contenders.front().rows[r].samples).median /
-                    contenders.front().line_exchange_seconds,
+    std::printf(" %9.2f %11.3f\n", medians.front() / contenders.front().line_exchange_seconds,
                 info.refs.memcpy_seconds(bytes) * 1e6);
   }
 }
@@ -108,16 +112,14 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
                          {"collectives", nlohmann::json::array()}};
   for (const Sweep& sweep : sweeps) {
     nlohmann::json rows = nlohmann::json::array();
-    const double factor = bus_factor(sweep.collective, info.ranks);
     for (const Row& row : sweep.rows) {
-      const Stats s = stats_of(row.samples);
-      const double algbw = s.median > 0 ? row.bytes / s.median / 1e9 : 0.0;
+      const Figures f = figures_of(row, sweep.collective, info.ranks);
       rows.push_back({{"bytes", row.bytes},
-                      {"median_us", s.median * 1e6},
-                      {"min_us", s.min * 1e6},
-                      {"max_us", s.max * 1e6},
-                      {"algbw_gbps", algbw},
-                      {"busbw_gbps", algbw * factor},
+                      {"median_us", f.seconds.median * 1e6},
+                      {"min_us", f.seconds.min * 1e6},
+                      {"max_us", f.seconds.max * 1e6},
+                      {"algbw_gbps", f.algbw_gbps},
+                      {"busbw_gbps", f.busbw_gbps},
                       {"memcpy_us", info.refs.memcpy_seconds(row.bytes) * 1e6}});
     }
     root["collectives"].push_back({{"name", sweep.collective},
@@ -134,15 +136,14 @@ void write_csv(const std::string& path, const RunInfo& info, const std::vector<S
          "memcpy_us,line_exchange_us\n";
   char line[512];
   for (const Sweep& sweep : sweeps) {
-    const double factor = bus_factor(sweep.collective, info.ranks);
     for (const Row& row : sweep.rows) {
-      const Stats s = stats_of(row.samples);
-      const double algbw = s.median > 0 ? row.bytes / s.median / 1e9 : 0.0;
+      const Figures f = figures_of(row, sweep.collective, info.ranks);
+      const Stats& s = f.seconds;
       std::snprintf(line, sizeof line, "%s,%s,%d,%s,%s,%zu,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f\n",
                     sweep.collective.c_str(), sweep.contender.c_str(), info.ranks,
                     info.dtype.c_str(), info.op.c_str(), row.bytes, s.median * 1e6, s.min * 1e6,
-                    s.max * 1e6, algbw, algbw * factor, info.refs.memcpy_seconds(row.bytes) * 1e6,
-                    sweep.line_exchange_seconds * 1e6);
+                    s.max * 1e6, f.algbw_gbps, f.busbw_gbps,
+                    info.refs.memcpy_seconds(row.bytes) * 1e6, sweep.line_exchange_seconds * 1e6);
       out << line;
     }
   }

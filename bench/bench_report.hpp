@@ -44,6 +44,13 @@ Stats stats_of(std::vector<double> samples);
 // block per rank pair for data movement.
 double bus_factor(const std::string& collective, int ranks);
 
+// What every format reports for one row: the sample statistics and both bandwidths (GB/s).
+struct Figures {
+  Stats seconds;
+  double algbw_gbps, busbw_gbps;
+};
+Figures figures_of(const Row& row, const std::string& collective, int ranks);
+
 void print_table(const Sweep& sweep, const RunInfo& info);
 // One collective, every contender's sweep over the same sizes (shmcoll's first): each median,
 // and each non-MPI contender's speed-up over the faster plain MPI.

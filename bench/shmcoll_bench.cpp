@@ -2,9 +2,10 @@
 // side by side with Open MPI and MPICH (--vs), with reference lines, JSON/CSV and plots.
 //
 // Method, the same for every contender (mpi_coll_bench.c is the MPI side): per size 5 warm-up
-// calls, then 10 timed calls size a batch of back-to-back calls lasting about 200 us; rank 0's
-// batch length is agreed, one batch runs untimed, then --iters samples. A sample is one batch between barriers:
-// each rank times its batch, and the sample is the slowest rank's time per call. We report the
+// calls, then 10 timed calls size a batch of back-to-back calls lasting about 200 us
+// (harness_method.h); rank 0's batch length is agreed, one batch runs untimed, then --iters
+// samples. A sample is one batch between barriers: each rank times its batch, and the sample is
+// the slowest rank's time per call. We report the
 // median and min/max of the samples, with two reference lines measured in the same run: the
 // cache-line exchange between two ranks (the small-message floor) and memcpy of the same bytes.
 // With --vs the contenders take turns at every size, so drift on this shared machine hits all
