@@ -20,10 +20,6 @@ struct alignas(128) Line {
   std::atomic<std::uint64_t> value;
 };
 
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   return values[values.size() / 2];
@@ -101,6 +97,10 @@ double measure_memcpy(std::size_t bytes) {
 }
 
 }  // namespace
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 double measure_line_exchange() {
   References refs;

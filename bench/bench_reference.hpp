@@ -18,6 +18,9 @@ struct References {
   }
 };
 
+// Seconds on the monotonic clock, for every timing in the harness.
+double now_seconds();
+
 // Forks one helper process bound to the second core; medians of repeated measurements.
 References measure_references(const std::vector<std::size_t>& memcpy_sizes);
 // The line exchange alone (about 50 ms), for a collective's sweep: this VM's cross-core latency

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <stdexcept>
 
@@ -22,10 +21,6 @@ struct SharedResults {
   double seconds_per_call[256];
   int mismatches;
 };
-
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 // Deterministic inputs that every rank can recompute for any peer. Small integers, so every
 // reduction order gives exact results in every type.
