@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
       for (;;) team.barrier();
     }
     if (mode == "random-forever") {
-      std::mt19937 random(static_cast<unsigned>(std::atoi(argv[3])));
+      std::mt19937 random(static_cast<std::uint32_t>(std::stoul(argv[3])));  // any 32-bit seed
       std::vector<double> send(2000 * static_cast<std::size_t>(team.size()), 1.0),
           recv(send.size());
       announce_pid(argv[2], team.rank());
