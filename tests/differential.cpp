@@ -55,14 +55,6 @@ std::int64_t random_elements(std::mt19937_64& rng) {
 
 }  // namespace
 
-const char* kind_name(Kind kind) {
-  static const char* names[] = {
-      "barrier",   "bcast",      "reduce",   "allreduce", "reduce_scatter", "reduce_scatter_block",
-      "scan",      "exscan",     "scatter",  "scatterv",  "gather",         "gatherv",
-      "allgather", "allgatherv", "alltoall", "alltoallv", "alltoallw"};
-  return names[int(kind)];
-}
-
 TypeMenu::TypeMenu() {
   const Datatype i32 = Dtype::i32;
   const std::int64_t indexed_lengths[] = {1, 2}, indexed_displs[] = {3, 0};
@@ -88,7 +80,7 @@ Call describe_call(std::uint64_t seed, int index, int p, const TypeMenu& menu,
                    const std::vector<Reduction>& reductions) {
   std::mt19937_64 rng(mix(seed, std::uint64_t(index) * 1000 + std::uint64_t(p)));
   Call call;
-  call.kind = Kind(rng() % std::uint64_t(Kind::count));
+  call.kind = Kind(rng() % std::uint64_t(shmcoll::kCollectiveCount));
   call.seed = rng();
   call.root = int(rng() % std::uint64_t(p));
   call.in_place = rng() % 3 == 0;

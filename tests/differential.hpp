@@ -15,27 +15,7 @@
 
 namespace shmcoll::differential {
 
-enum class Kind {
-  barrier,
-  bcast,
-  reduce,
-  allreduce,
-  reduce_scatter,
-  reduce_scatter_block,
-  scan,
-  exscan,
-  scatter,
-  scatterv,
-  gather,
-  gatherv,
-  allgather,
-  allgatherv,
-  alltoall,
-  alltoallv,
-  alltoallw,
-  count
-};
-const char* kind_name(Kind kind);
+using Kind = shmcoll::Collective;
 inline bool is_reduction(Kind kind) {
   return kind >= Kind::reduce && kind <= Kind::exscan;
 }

@@ -43,7 +43,8 @@ void run_sequence(int p, std::uint64_t seed, int calls, std::size_t slot_bytes, 
       if (!problem.empty() && shared->failures.fetch_add(1) == 0) {
         std::snprintf(shared->first_failure, sizeof shared->first_failure,
                       "p=%d seed=%llu call %d (%s, root %d, %s): rank %d: %s", p,
-                      static_cast<unsigned long long>(seed), index, kind_name(call.kind), call.root,
+                      static_cast<unsigned long long>(seed), index,
+                      shmcoll::collective_name(call.kind), call.root,
                       call.in_place ? "in place" : "not in place", team.rank(), problem.c_str());
       }
     }

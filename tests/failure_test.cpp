@@ -110,7 +110,7 @@ TEST(FailingRank, RankZeroErrorIsRethrownAfterChildrenAreReleased) {
 }
 
 TEST(Timeout, ConfiguredDeadlineTurnsAnEndlessWaitIntoAnError) {
-  shmcoll::testing::ScopedEnv timeout("SHMCOLL_TIMEOUT_MS", "200");
+  shmcoll::testing::ScopedEnv timeout("SHMCOLL_TIMEOUT", "200ms");
   auto* outcome = shared_block<Outcome>();
   shmcoll::run(2, {}, [&](shmcoll::Team& team) {
     outcome->code[team.rank()] = -1;

@@ -30,7 +30,9 @@ enum class Errc : int {
   rank_failed = 3,       // shmcoll::run: a rank exited non-zero, crashed or was killed
   segment_mismatch = 4,  // a segment with a wrong magic, layout version or size
   system_error = 5,      // an operating-system call failed (message has errno text)
-  timeout = 6,           // a wait exceeded its configured deadline
+  timeout = 6,           // a wait exceeded its configured deadline (SHMCOLL_TIMEOUT)
+  mismatched_call = 7,   // ranks called different collectives, or with different root, op,
+                         // datatype or count; the message names two such ranks and the field
 };
 
 const char* errc_name(Errc code) noexcept;

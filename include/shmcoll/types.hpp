@@ -270,6 +270,29 @@ class Op {
 };
 inline constexpr int kPredefinedOpCount = Op::user;
 
+// The collectives, for names in messages (mismatched_call) and for tools and tests that pick one.
+enum class Collective {
+  barrier,
+  bcast,
+  reduce,
+  allreduce,
+  reduce_scatter,
+  reduce_scatter_block,
+  scan,
+  exscan,
+  scatter,
+  scatterv,
+  gather,
+  gatherv,
+  allgather,
+  allgatherv,
+  alltoall,
+  alltoallv,
+  alltoallw,
+};
+inline constexpr int kCollectiveCount = static_cast<int>(Collective::alltoallw) + 1;
+const char* collective_name(Collective collective);
+
 const char* op_name(const Op& op);
 // Whether MPI defines `op` on `dtype` (user operations accept every type). The table:
 //   integers              max min sum prod land lor lxor band bor bxor

@@ -36,6 +36,9 @@ int guarded(Fn&& fn) {
   }
 }
 
+static_assert(SHMCOLL_ERR_TIMEOUT == static_cast<int>(shmcoll::Errc::timeout) &&
+                  SHMCOLL_ERR_MISMATCHED_CALL == static_cast<int>(shmcoll::Errc::mismatched_call),
+              "shmcoll.h's error codes follow shmcoll::Errc");
 static_assert(SHMCOLL_LONG_DOUBLE_INT == static_cast<int>(shmcoll::Dtype::long_double_int) &&
                   SHMCOLL_BYTE == static_cast<int>(shmcoll::Dtype::byte),
               "shmcoll_dtype and shmcoll::Dtype must keep the same numbers");

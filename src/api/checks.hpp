@@ -7,6 +7,7 @@
 #include <span>
 
 #include "api/team_state.hpp"
+#include "coll/signature.hpp"
 #include "ops/reduce.hpp"
 #include "util/fail.hpp"
 
@@ -16,6 +17,12 @@ struct Call {
   const char* name;
   const detail::TeamState& state;
 };
+
+// Tells the rounds which call follows (once its arguments have passed, before any data moves), so
+// the members can check that they all made the same one.
+inline void begin_call(TeamState& state, const coll::CallSignature& signature) {
+  state.rounds.begin_call(state.tunables.check_calls ? signature.encode() : 0);
+}
 
 template <typename... Parts>
 [[noreturn]] void reject(const Call& call, Parts&&... parts) {

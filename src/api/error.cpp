@@ -18,6 +18,8 @@ const char* errc_name(Errc code) noexcept {
       return "system_error";
     case Errc::timeout:
       return "timeout";
+    case Errc::mismatched_call:
+      return "mismatched_call";
   }
   return "unknown";
 }

@@ -33,6 +33,7 @@ void Team::deallocate_bytes(void* memory) {
 }
 
 void Team::barrier() {
+  begin_call(*state_, {Collective::barrier});
   coll::barrier(state_->context);
 }
 
@@ -41,6 +42,7 @@ void Team::bcast(void* buffer, std::int64_t count, Dtype dtype, int root) {
   const std::size_t bytes = checked_bytes(call, count, dtype);
   check_root(call, root);
   check_buffer(call, "buffer", buffer, bytes);
+  begin_call(*state_, {Collective::bcast, root, {}, {}, bytes});
   coll::bcast(state_->context, buffer, bytes, root);
 }
 
@@ -62,6 +64,8 @@ void Team::reduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype 
       check_no_overlap(call, sendbuf, recvbuf, bytes);
     }
   }
+  begin_call(*state_, {Collective::reduce, root, op.kind(), static_cast<int>(dtype),
+                       static_cast<std::uint64_t>(count)});
   coll::reduce(state_->context, sendbuf, recvbuf, static_cast<std::size_t>(count), dtype, op, root);
 }
 
@@ -71,6 +75,11 @@ void Team::allreduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dty
   const std::size_t bytes = checked_bytes(call, count, dtype);
   check_op(call, op, dtype);
   sendbuf = input_buffer(call, sendbuf, recvbuf, bytes);
+  begin_call(*state_, {Collective::allreduce,
+                       {},
+                       op.kind(),
+                       static_cast<int>(dtype),
+                       static_cast<std::uint64_t>(count)});
   coll::allreduce(state_->context, sendbuf, recvbuf, static_cast<std::size_t>(count), dtype, op);
 }
 
@@ -80,7 +89,7 @@ namespace {
 // checked: in place the input is recvbuf.
 void run_reduce_scatter(const Call& call, const void* sendbuf, void* recvbuf,
                         std::span<const std::int64_t> counts, std::size_t total_bytes, Dtype dtype,
-                        const Op& op, TeamState& state) {
+                        const Op& op, coll::CallSignature signature, TeamState& state) {
   check_op(call, op, dtype);
   const std::size_t mine =
       static_cast<std::size_t>(counts[state.rounds.rank()]) * dtype_size(dtype);
@@ -93,6 +102,9 @@ void run_reduce_scatter(const Call& call, const void* sendbuf, void* recvbuf,
     check_buffer(call, "recvbuf", recvbuf, mine);
     check_no_overlap(call, sendbuf, recvbuf, std::min(total_bytes, mine));
   }
+  signature.op = op.kind();
+  signature.dtype = static_cast<int>(dtype);
+  begin_call(state, signature);
   coll::reduce_scatter(state.context, sendbuf, recvbuf, counts, dtype, op, in_place_send);
 }
 
@@ -101,6 +113,11 @@ void run_scan(const Call& call, const void* sendbuf, void* recvbuf, std::int64_t
   const std::size_t bytes = checked_bytes(call, count, dtype);
   check_op(call, op, dtype);
   sendbuf = input_buffer(call, sendbuf, recvbuf, bytes);
+  begin_call(state, {exclusive ? Collective::exscan : Collective::scan,
+                     {},
+                     op.kind(),
+                     static_cast<int>(dtype),
+                     static_cast<std::uint64_t>(count)});
   coll::scan(state.context, sendbuf, recvbuf, static_cast<std::size_t>(count), dtype, op,
              exclusive);
 }
@@ -121,7 +138,10 @@ void Team::reduce_scatter(const void* sendbuf, void* recvbuf,
     if (__builtin_add_overflow(total, count, &total)) reject(call, "recvcounts overflow in sum");
   }
   const std::size_t total_bytes = checked_bytes(call, total, dtype);
-  run_reduce_scatter(call, sendbuf, recvbuf, recvcounts, total_bytes, dtype, op, *state_);
+  run_reduce_scatter(
+      call, sendbuf, recvbuf, recvcounts, total_bytes, dtype, op,
+      {Collective::reduce_scatter, {}, {}, {}, coll::hash_counts(recvcounts, dtype_size(dtype))},
+      *state_);
 }
 
 void Team::reduce_scatter_block(const void* sendbuf, void* recvbuf, std::int64_t recvcount,
@@ -134,7 +154,10 @@ void Team::reduce_scatter_block(const void* sendbuf, void* recvbuf, std::int64_t
   }
   const std::size_t total_bytes = checked_bytes(call, total, dtype);
   std::fill(state_->equal_counts.begin(), state_->equal_counts.end(), recvcount);
-  run_reduce_scatter(call, sendbuf, recvbuf, state_->equal_counts, total_bytes, dtype, op, *state_);
+  run_reduce_scatter(
+      call, sendbuf, recvbuf, state_->equal_counts, total_bytes, dtype, op,
+      {Collective::reduce_scatter_block, {}, {}, {}, static_cast<std::uint64_t>(recvcount)},
+      *state_);
 }
 
 void Team::scan(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype dtype, const Op& op) {

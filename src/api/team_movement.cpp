@@ -31,6 +31,11 @@ coll::Layout checked_v(const Call& call, const char* buffer_name, const void* bu
   return coll::Layout::v(buffer, counts, displs, type);
 }
 
+// One block's bytes, for the call signature: the one quantity both sides of a block agree on.
+std::uint64_t bytes_of(std::int64_t count, const Datatype& type) {
+  return static_cast<std::uint64_t>(count) * type.size();
+}
+
 // Where the standard makes a rank's side of the call insignificant.
 const Datatype kByte{Dtype::byte};
 const coll::Layout kNoLayout = coll::Layout::regular(nullptr, 0, kByte);
@@ -59,6 +64,9 @@ void Team::scatter(const void* sendbuf, std::int64_t sendcount, const Datatype& 
   const coll::Layout send =
       at_root ? checked_regular(call, "sendbuf", sendbuf, "sendcount", sendcount, sendtype)
               : kNoLayout;
+  const std::uint64_t block_bytes =
+      at_root ? bytes_of(sendcount, sendtype) : bytes_of(recvcount, recvtype);
+  begin_call(*state_, {Collective::scatter, root, {}, {}, block_bytes});
   coll::scatter(state_->context, send, recv, root, false);
 }
 
@@ -73,6 +81,7 @@ void Team::scatterv(const void* sendbuf, std::span<const std::int64_t> sendcount
   const coll::Layout send = at_root ? checked_v(call, "sendbuf", sendbuf, "sendcounts", sendcounts,
                                                 "displs", displs, sendtype)
                                     : kNoLayout;
+  begin_call(*state_, {Collective::scatterv, root});
   coll::scatter(state_->context, send, recv, root, true);
 }
 
@@ -86,6 +95,9 @@ void Team::gather(const void* sendbuf, std::int64_t sendcount, const Datatype& s
   const coll::Layout recv =
       at_root ? checked_regular(call, "recvbuf", recvbuf, "recvcount", recvcount, recvtype)
               : kNoLayout;
+  const std::uint64_t block_bytes =
+      at_root ? bytes_of(recvcount, recvtype) : bytes_of(sendcount, sendtype);
+  begin_call(*state_, {Collective::gather, root, {}, {}, block_bytes});
   coll::gather(state_->context, send, recv, root, false);
 }
 
@@ -100,6 +112,7 @@ void Team::gatherv(const void* sendbuf, std::int64_t sendcount, const Datatype& 
   const coll::Layout recv = at_root ? checked_v(call, "recvbuf", recvbuf, "recvcounts", recvcounts,
                                                 "displs", displs, recvtype)
                                     : kNoLayout;
+  begin_call(*state_, {Collective::gatherv, root});
   coll::gather(state_->context, send, recv, root, true);
 }
 
@@ -112,6 +125,9 @@ void Team::allgather(const void* sendbuf, std::int64_t sendcount, const Datatype
                     : checked_block(call, "sendbuf", sendbuf, "sendcount", sendcount, sendtype);
   const coll::Layout recv =
       checked_regular(call, "recvbuf", recvbuf, "recvcount", recvcount, recvtype);
+  const std::uint64_t block_bytes =
+      in_place_send ? bytes_of(recvcount, recvtype) : bytes_of(sendcount, sendtype);
+  begin_call(*state_, {Collective::allgather, {}, {}, {}, block_bytes});
   coll::allgather(state_->context, send, recv, in_place_send);
 }
 
@@ -125,6 +141,8 @@ void Team::allgatherv(const void* sendbuf, std::int64_t sendcount, const Datatyp
                     : checked_block(call, "sendbuf", sendbuf, "sendcount", sendcount, sendtype);
   const coll::Layout recv =
       checked_v(call, "recvbuf", recvbuf, "recvcounts", recvcounts, "displs", displs, recvtype);
+  begin_call(*state_,
+             {Collective::allgatherv, {}, {}, {}, coll::hash_counts(recvcounts, recvtype.size())});
   coll::allgather(state_->context, send, recv, in_place_send);
 }
 
@@ -137,6 +155,9 @@ void Team::alltoall(const void* sendbuf, std::int64_t sendcount, const Datatype&
   const coll::Layout send =
       in_place_send ? recv
                     : checked_regular(call, "sendbuf", sendbuf, "sendcount", sendcount, sendtype);
+  const std::uint64_t block_bytes =
+      in_place_send ? bytes_of(recvcount, recvtype) : bytes_of(sendcount, sendtype);
+  begin_call(*state_, {Collective::alltoall, {}, {}, {}, block_bytes});
   coll::alltoall(state_->context, send, recv, in_place_send, false);
 }
 
@@ -151,6 +172,7 @@ void Team::alltoallv(const void* sendbuf, std::span<const std::int64_t> sendcoun
   const coll::Layout send = in_place_send ? recv
                                           : checked_v(call, "sendbuf", sendbuf, "sendcounts",
                                                       sendcounts, "sdispls", sdispls, sendtype);
+  begin_call(*state_, {Collective::alltoallv});
   coll::alltoall(state_->context, send, recv, in_place_send, true);
 }
 
@@ -171,6 +193,7 @@ void Team::alltoallw(const void* sendbuf, std::span<const std::int64_t> sendcoun
   }
   const coll::Layout send =
       in_place_send ? recv : coll::Layout::w(sendbuf, sendcounts, sdispls, sendtypes);
+  begin_call(*state_, {Collective::alltoallw});
   coll::alltoall(state_->context, send, recv, in_place_send, true);
 }
 

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "coll/signature.hpp"
 #include "shm/placement.hpp"
 
 namespace shmcoll::detail {
@@ -22,6 +23,7 @@ topo::Tree join_and_build_tree(shm::Rounds& rounds, const topo::Location& locati
                                const coll::Tunables& tunables) {
   static_assert(sizeof(topo::Location) <= shm::kProfileBytes);
   static_assert(std::is_trivially_copyable_v<topo::Location>);
+  rounds.set_mismatch_describer(&coll::describe_mismatch);
   rounds.join_team(std::as_bytes(std::span(&location, 1)));
   std::vector<topo::Location> where(rounds.size());
   for (std::uint32_t rank = 0; rank < rounds.size(); ++rank) {

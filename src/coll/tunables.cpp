@@ -34,7 +34,11 @@ constexpr TunableInfo kTunables[] = {
      "reading all slots is 1.7-2x faster (measured), above it slices move less data per rank"},
     {"SHMCOLL_SPIN_NS", "50000, or 2000 when ranks outnumber cores",
      "busy-wait before sleeping on a futex"},
-    {"SHMCOLL_TIMEOUT_MS", "0 (off)", "a wait longer than this fails with timeout"},
+    {"SHMCOLL_TIMEOUT", "0 (off)",
+     "a wait longer than this fails with timeout: seconds, or with a unit as in 500ms or 2s"},
+    {"SHMCOLL_CHECK_CALLS", "1",
+     "0 turns off the check that every rank made the same call (kind, root, op, datatype, "
+     "count); a mismatch then corrupts or hangs instead of failing with mismatched_call"},
     {"SHMCOLL_HIERARCHY", "package,numa,l3,core:8",
      "levels the tree splits on, widest first, each optionally :radix (most children per member "
      "in a group; default: all on the leader)"},
@@ -43,14 +47,14 @@ constexpr TunableInfo kTunables[] = {
     {"SHMCOLL_PLACEMENT", "local", "where rank memory lives: local, interleave, node:<n>, none"},
     {"SHMCOLL_BARRIER_ALGORITHM", "auto", "force barrier_flat or barrier_tree"},
     {"SHMCOLL_ALLREDUCE_ALGORITHM", "auto",
-     "force allreduce_inline (<= 120 bytes), allreduce_tree, allreduce_all_read or "
+     "force allreduce_inline (<= 112 bytes), allreduce_tree, allreduce_all_read or "
      "allreduce_slices"},
     {"SHMCOLL_BCAST_ALGORITHM", "auto",
-     "force bcast_inline (<= 120 bytes), bcast_tree or bcast_pipelined"},
+     "force bcast_inline (<= 112 bytes), bcast_tree or bcast_pipelined"},
     {"SHMCOLL_REDUCE_ALGORITHM", "auto",
-     "force reduce_inline (<= 120 bytes), reduce_tree, reduce_root_reads or reduce_slices"},
+     "force reduce_inline (<= 112 bytes), reduce_tree, reduce_root_reads or reduce_slices"},
     {"SHMCOLL_SCAN_ALGORITHM", "auto",
-     "force scan_inline (<= 120 bytes), scan_tree or scan_chunks (scan and exscan)"},
+     "force scan_inline (<= 112 bytes), scan_tree or scan_chunks (scan and exscan)"},
 };
 
 long long env_number(const char* name, long long fallback) {
@@ -82,6 +86,30 @@ long long env_number(const char* name, long long fallback) {
          "\" is not a non-negative number (K, M, G suffixes allowed)");
   }
   return value;
+}
+
+// A duration: seconds, or a number with the unit ms or s (0.5, 500ms and 0.5s are the same).
+long env_milliseconds(const char* name) {
+  const char* text = std::getenv(name);
+  if (!text || !*text) return 0;
+  char* end = nullptr;
+  const double value = std::strtod(text, &end);
+  const std::string unit = end;
+  const double scale = unit == "ms" ? 1 : unit.empty() || unit == "s" ? 1000 : -1;
+  if (end == text || scale < 0 || !(value >= 0) || value * scale > 1e12) {
+    fail(Errc::invalid_argument, "environment variable ", name, "=\"", text,
+         "\" is not a duration (seconds, or a number with ms or s, as in 500ms)");
+  }
+  return static_cast<long>(value * scale + 0.5);
+}
+
+bool env_flag(const char* name, bool fallback) {
+  const char* text = std::getenv(name);
+  if (!text || !*text) return fallback;
+  const std::string value = text;
+  if (value == "1") return true;
+  if (value == "0") return false;
+  fail(Errc::invalid_argument, "environment variable ", name, "=\"", text, "\" must be 0 or 1");
 }
 
 int env_algorithm(const char* name, std::initializer_list<Algorithm> choices) {
@@ -148,7 +176,8 @@ Tunables Tunables::from_env(std::uint32_t team_size) {
   t.reduce_small_max = static_cast<std::size_t>(env_number("SHMCOLL_REDUCE_SMALL_MAX", 16 << 10));
   t.slices_min_ranks = static_cast<std::uint32_t>(env_number("SHMCOLL_SLICES_MIN_RANKS", 3));
   t.spin_ns = static_cast<long>(env_number("SHMCOLL_SPIN_NS", oversubscribed ? 2'000 : 50'000));
-  t.timeout_ms = static_cast<long>(env_number("SHMCOLL_TIMEOUT_MS", 0));
+  t.timeout_ms = env_milliseconds("SHMCOLL_TIMEOUT");
+  t.check_calls = env_flag("SHMCOLL_CHECK_CALLS", true);
   t.hierarchy = topo::hierarchy_from_env();
   t.forced_barrier = env_algorithm("SHMCOLL_BARRIER_ALGORITHM",
                                    {Algorithm::barrier_flat, Algorithm::barrier_tree});

@@ -14,18 +14,18 @@ namespace shmcoll::coll {
 enum class Algorithm {
   barrier_flat,        // everyone publishes a round and waits for all
   barrier_tree,        // arrivals gathered up the hierarchy tree, the release sent down it
-  bcast_inline,        // <= 120 bytes: root posts a message line pair; readers copy it out
+  bcast_inline,        // <= 112 bytes: root posts a message line pair; readers copy it out
   bcast_pipelined,     // root copies chunks into its two slots alternately; readers copy out
   bcast_tree,          // down the hierarchy tree, each rank re-posting for its children
-  reduce_inline,       // <= 120 bytes: everyone posts a message line pair; root reduces them
+  reduce_inline,       // <= 112 bytes: everyone posts a message line pair; root reduces them
   reduce_root_reads,   // everyone copies in; root reduces all slots itself
   reduce_slices,       // every rank reduces a slice of each chunk; root gathers the slices
   reduce_tree,         // partial results combined up the hierarchy tree
-  allreduce_inline,    // <= 120 bytes: as all_read, through message line pairs
+  allreduce_inline,    // <= 112 bytes: as all_read, through message line pairs
   allreduce_all_read,  // everyone copies in, then every rank reduces all slots itself
   allreduce_slices,    // reduce-scatter then allgather through the slots, chunk by chunk
   allreduce_tree,      // reduce_tree to the tree's root, then bcast_tree
-  scan_inline,         // <= 120 bytes: everyone posts a message line; rank r reduces ranks 0..r
+  scan_inline,         // <= 112 bytes: everyone posts a message line; rank r reduces ranks 0..r
   scan_chunks,         // as scan_inline, chunk by chunk through the slots
   scan_tree,           // subtree totals up a rank-ordered tree, then prefixes down it
 };
@@ -41,7 +41,8 @@ struct Tunables {
   std::size_t reduce_small_max;     // SHMCOLL_REDUCE_SMALL_MAX
   std::uint32_t slices_min_ranks;   // SHMCOLL_SLICES_MIN_RANKS
   long spin_ns;                     // SHMCOLL_SPIN_NS (default depends on oversubscription)
-  long timeout_ms;                  // SHMCOLL_TIMEOUT_MS
+  long timeout_ms;                  // SHMCOLL_TIMEOUT
+  bool check_calls;                 // SHMCOLL_CHECK_CALLS
   std::vector<topo::HierarchyLevel> hierarchy;  // SHMCOLL_HIERARCHY
   int forced_barrier;                           // SHMCOLL_BARRIER_ALGORITHM (-1: by tree)
   int forced_allreduce;                         // SHMCOLL_ALLREDUCE_ALGORITHM (-1: by size)

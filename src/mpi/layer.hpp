@@ -85,31 +85,14 @@ std::optional<std::span<const Datatype>> datatypes_of(const MPI_Datatype* types,
                                                       int n, int slot);
 
 // SHMCOLL_MPI_VERBOSE=1: per collective, calls and bytes through shmcoll and through PMPI, and
-// time spent; printed at MPI_Finalize by rank 0 of MPI_COMM_WORLD.
-enum class Collective {
-  barrier,
-  bcast,
-  reduce,
-  allreduce,
-  reduce_scatter,
-  reduce_scatter_block,
-  scatter,
-  scatterv,
-  gather,
-  gatherv,
-  allgather,
-  allgatherv,
-  scan,
-  exscan,
-  alltoall,
-  alltoallv,
-  alltoallw,
-  reduce_local,
-  count_
-};
+// time spent; printed at MPI_Finalize by rank 0 of MPI_COMM_WORLD. One row per collective
+// (shmcoll::Collective), then one for MPI_Reduce_local.
+inline constexpr int kReduceLocalRow = kCollectiveCount;
+inline constexpr int kStatisticsRows = kCollectiveCount + 1;
 class CallTimer {
  public:
-  explicit CallTimer(Collective which);
+  explicit CallTimer(Collective which) : CallTimer(static_cast<int>(which)) {}
+  static CallTimer for_reduce_local() { return CallTimer(kReduceLocalRow); }
   // Records the call on destruction; `through_shmcoll()` before that marks the shmcoll path.
   ~CallTimer();
   void through_shmcoll(std::size_t bytes) {
@@ -118,7 +101,8 @@ class CallTimer {
   }
 
  private:
-  Collective which_;
+  explicit CallTimer(int row);
+  int row_;
   bool shmcoll_ = false;
   std::size_t bytes_ = 0;
   std::chrono::steady_clock::time_point start_;

@@ -8,6 +8,7 @@
 #include "mpi/layer.hpp"
 
 using namespace shmcoll::mpi;
+using shmcoll::Collective;
 using shmcoll::Datatype;
 using shmcoll::Team;
 

@@ -6,6 +6,7 @@
 #include "mpi/hierarchy.hpp"
 
 using namespace shmcoll::mpi;
+using shmcoll::Collective;
 using shmcoll::Team;
 
 namespace {
@@ -138,7 +139,7 @@ int MPI_Exscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
 }
 
 int MPI_Reduce_local(const void* inbuf, void* inoutbuf, int count, MPI_Datatype type, MPI_Op op) {
-  CallTimer timer(Collective::reduce_local);
+  CallTimer timer = CallTimer::for_reduce_local();
   const auto reduction = layer_disabled() ? std::nullopt : reduction_of(type, op);
   if (reduction) {
     return through_shmcoll(MPI_COMM_SELF, timer, reduction->bytes(count), [&] {

@@ -17,7 +17,7 @@ struct Row {
   Tally shmcoll, pmpi;
 };
 
-Row rows[static_cast<int>(Collective::count_)];
+Row rows[kStatisticsRows];
 
 bool verbose() {
   static const bool on = [] {
@@ -27,22 +27,20 @@ bool verbose() {
   return on;
 }
 
-constexpr const char* kNames[] = {
-    "barrier", "bcast",    "reduce",   "allreduce", "reduce_scatter", "reduce_scatter_block",
-    "scatter", "scatterv", "gather",   "gatherv",   "allgather",      "allgatherv",
-    "scan",    "exscan",   "alltoall", "alltoallv", "alltoallw",      "reduce_local"};
-static_assert(std::size(kNames) == static_cast<std::size_t>(Collective::count_));
+const char* row_name(int row) {
+  return row == kReduceLocalRow ? "reduce_local" : collective_name(static_cast<Collective>(row));
+}
 
 }  // namespace
 
-CallTimer::CallTimer(Collective which) : which_(which) {
+CallTimer::CallTimer(int row) : row_(row) {
   if (verbose()) start_ = std::chrono::steady_clock::now();
 }
 
 CallTimer::~CallTimer() {
   if (!verbose()) return;
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start_;
-  Row& row = rows[static_cast<int>(which_)];
+  Row& row = rows[row_];
   Tally& tally = shmcoll_ ? row.shmcoll : row.pmpi;
   ++tally.calls;
   tally.bytes += static_cast<long>(bytes_);
@@ -57,12 +55,12 @@ void print_statistics() {
   std::fprintf(stderr,
                "shmcoll MPI layer, rank 0: collective, calls through shmcoll / PMPI, bytes "
                "through shmcoll, time in each (s)\n");
-  for (int which = 0; which < static_cast<int>(Collective::count_); ++which) {
+  for (int which = 0; which < kStatisticsRows; ++which) {
     const Row& row = rows[which];
     if (row.shmcoll.calls + row.pmpi.calls == 0) continue;
     std::fprintf(stderr,
                  "shmcoll:   %-20s shmcoll %8ld  pmpi %8ld  bytes %12ld  time %.6f / %.6f\n",
-                 kNames[which], row.shmcoll.calls, row.pmpi.calls, row.shmcoll.bytes,
+                 row_name(which), row.shmcoll.calls, row.pmpi.calls, row.shmcoll.bytes,
                  row.shmcoll.seconds, row.pmpi.seconds);
   }
 }

@@ -4,7 +4,8 @@
 //                                             size, slot bytes, total bytes) written once by the
 //                                             creator before `initialized`; then, each on its own
 //                                             128-byte line pair: the abort word, the sleeper
-//                                             count and the attach count.
+//                                             count, the attach count, the warning flag and
+//                                             the first call mismatch seen.
 //   profiles_offset        RankProfile[n]    per rank one line pair written when it joins: its pid
 //                                             and what the layers above publish (where it runs),
 //                                             then `joined`. Members wait for each other here, so
@@ -14,14 +15,15 @@
 //     + 0                    RankControl       a 128-byte line pair with its round number (a futex
 //                                             word), then kMessageLines message line pairs (round
 //                                             robin by round) that carry payloads of up to
-//                                             kMessageBytes beside their own round number, so a
-//                                             reader gets flag and data in one transfer (the
+//                                             kMessageBytes beside their own round number and
+//                                             call signature, so a reader gets flag, signature
+//                                             and data in one transfer (the
 //                                             adjacent-line prefetcher brings the pair's second
 //                                             line with the first); padded to a page.
 //     + kPageBytes           two slots         of slot_bytes each, used by round parity.
 //     + 2 slots              heap              heap_bytes (0 or more whole pages) that
-//     Team::allocate
-//                                             hands out; collectives let peers read a block there
+//                                             Team::allocate hands out; collectives let peers
+//                                             read a block there
 //                                             directly instead of copying it through a slot.
 //
 // Rounds: every collective is a fixed sequence of rounds, the same on every rank. Rank r publishes
@@ -30,7 +32,8 @@
 // rank has published k-1: nobody can still be reading round k-2 from that slot. Round numbers only
 // grow and are compared in serial-number order, so they may wrap. Message lines follow the same
 // rule over kMessageLines rounds: writing the line of round k waits until every rank has
-// published k - kMessageLines + 1.
+// published k - kMessageLines + 1. Every round, with a message or not, writes its line's round
+// and signature, so whoever waits for a peer's round can check that both are in the same call.
 #pragma once
 
 #include <atomic>
@@ -43,7 +46,7 @@ inline constexpr std::size_t kLinePair = 128;  // adjacent-line prefetch makes 6
 inline constexpr std::size_t kPageBytes = 4096;
 inline constexpr std::size_t kLineBytes = 64;
 inline constexpr std::uint64_t kMagic = 0x4c4f43434d4853ull;  // "SHMCCOL"
-inline constexpr std::uint32_t kLayoutVersion = 4;
+inline constexpr std::uint32_t kLayoutVersion = 5;
 
 // What a member checks before trusting a segment; written once by the creator.
 struct SegmentIdentity {
@@ -53,6 +56,16 @@ struct SegmentIdentity {
   std::uint64_t slot_bytes;
   std::uint64_t heap_bytes;
   std::uint64_t total_bytes;
+};
+
+// Written once, by the first member that sees a peer's call signature differ from its own.
+struct MismatchRecord {
+  enum : std::uint32_t { none = 0, writing = 1, written = 2 };
+  std::atomic<std::uint32_t> state;
+  std::uint32_t reporter;
+  std::uint32_t peer;
+  std::uint64_t reporter_signature;
+  std::uint64_t peer_signature;
 };
 
 struct SegmentHeader {
@@ -66,17 +79,24 @@ struct SegmentHeader {
   alignas(kLinePair) std::atomic<std::uint32_t> attached;
   // Set by the first member that prints a team-wide warning, so it is printed once.
   alignas(kLinePair) std::atomic<std::uint32_t> warned;
+  // The first call mismatch a member saw (Rounds reads it back to tell every member what it was).
+  alignas(kLinePair) MismatchRecord mismatch;
 };
 static_assert(sizeof(SegmentHeader) <= kPageBytes);
 
-inline constexpr std::size_t kMessageBytes = 120;
+inline constexpr std::size_t kMessageBytes = 112;
 // Message lines per rank, used round robin: a rank may post small payloads this many rounds
 // minus one ahead of the slowest reader, so rooted small collectives in a row (bcast, scatter,
 // gather, scan) pipeline instead of waiting for a round trip each.
 inline constexpr std::uint32_t kMessageLines = 8;
 
+// Every round a rank publishes has a record here, message or not: its round number, the
+// signature of the collective call it belongs to and a digest of the signature of the call
+// before (0: not checked), which readers compare with their own.
 struct alignas(kLinePair) MessageLine {
-  std::atomic<std::uint32_t> round;  // set (release) after `data` holds this round's payload
+  std::atomic<std::uint32_t> round;  // set (release) after the rest
+  std::atomic<std::uint32_t> previous_digest;
+  std::atomic<std::uint64_t> signature;
   alignas(8) std::byte data[kMessageBytes];  // 8-aligned for every element type up to 64 bits
 };
 static_assert(sizeof(MessageLine) == kLinePair);

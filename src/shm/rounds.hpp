@@ -1,17 +1,29 @@
 // Rounds over the segment (see layout.hpp for the rule). This is the only place that waits:
 // every wait spins briefly with a pause instruction, then sleeps on the awaited futex word, and
 // fails with peer_failed when the team is aborted or the awaited member has exited.
+//
+// Call signatures: the layer above names each collective call with a 64-bit signature
+// (begin_call); every round carries it in its message line, with a digest of the previous call's
+// signature, and every wait for a peer's round of the current call compares both with its own.
+// The previous call's digest catches calls in which the two ranks never read each other (two
+// ranks that both think they are a bcast's root). A difference ends the team: the first member
+// to see one records both and aborts, and every member then fails with mismatched_call.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "shm/peer_watch.hpp"
 #include "shm/segment.hpp"
 
 namespace shmcoll::shm {
+
+// Describes a call signature mismatch for the error message: which field differs and how.
+using MismatchDescriber = std::string (*)(std::uint32_t rank_a, std::uint64_t signature_a,
+                                          std::uint32_t rank_b, std::uint64_t signature_b);
 
 struct WaitPolicy {
   long spin_ns = 50'000;             // busy-wait this long before sleeping on the futex
@@ -28,6 +40,14 @@ class Rounds {
   std::size_t slot_bytes() const { return segment_.layout().slot_bytes; }
   const Segment& segment() const { return segment_; }
 
+  // A collective call starts: its rounds carry `signature` (0: do not check this call).
+  void begin_call(std::uint64_t signature) {
+    previous_signature_ = signature_;
+    signature_ = signature;
+    call_first_round_ = round_ + 1;
+  }
+  void set_mismatch_describer(MismatchDescriber describer) { describe_ = describer; }
+
   // The next round number; every rank calls it the same number of times. Fails once the team
   // is aborted, even when the round would need no wait.
   std::uint32_t begin() {
@@ -39,23 +59,43 @@ class Rounds {
   }
   // Before writing my slot for `round`: wait until nobody can still read round-2 from it.
   void wait_slot_free(std::uint32_t round) { wait_for_all(round - 1); }
-  void publish(std::uint32_t round);
+  void publish(std::uint32_t round) { publish_message(round, nullptr, 0); }
+  // A round of my current call is awaited on the peer's message line of that round (a line's
+  // round only grows, in steps of kMessageLines, so it reaches `round` exactly when the peer has
+  // published it), which brings the round's signature in the same transfer. An earlier round (is
+  // my slot or line free?) is awaited on the round word, whose value, the peer's latest round,
+  // usually answers the next few such waits too.
   void wait_for(std::uint32_t peer, std::uint32_t round) {
     if (round_reached(known_[peer], round)) return;
-    const std::uint32_t seen = segment_.control(peer).round.load(std::memory_order_acquire);
-    if (round_reached(seen, round)) {
-      known_[peer] = seen;
+    if (signature_ != 0 && round_reached(round, call_first_round_)) {
+      wait_message(peer, round);
       return;
     }
     const auto& word = segment_.control(peer).round;
-    known_[peer] = wait_slow(peer, round, word, word);
+    if (!round_reached(word.load(std::memory_order_acquire), round)) {
+      wait_slow(peer, round, word, word);
+    }
+    known_[peer] = word.load(std::memory_order_acquire);
   }
 
   // Small payloads (<= kMessageBytes) travel in message lines instead of slots; the round rule
   // is the same over kMessageLines rounds (publish_message waits for the line to be free).
   // Readers call wait_message(peer, round) and read the returned bytes.
   void publish_message(std::uint32_t round, const void* data, std::size_t bytes);
-  const std::byte* wait_message(std::uint32_t peer, std::uint32_t round);
+  const std::byte* wait_message(std::uint32_t peer, std::uint32_t round) {
+    const MessageLine& line = segment_.control(peer).messages[round % kMessageLines];
+    std::uint32_t seen = line.round.load(std::memory_order_acquire);
+    if (!round_reached(seen, round)) {
+      wait_slow(peer, round, line.round, segment_.control(peer).round);
+      seen = line.round.load(std::memory_order_acquire);
+    }
+    if (round_reached(seen, known_[peer])) known_[peer] = seen;
+    // (seen > round: the line has been reused since, which happens to earlier calls' rounds only.)
+    if (seen == round && signature_ != 0 && round_reached(round, call_first_round_)) {
+      check_signature(peer, line);
+    }
+    return line.data;
+  }
   void wait_for_all(std::uint32_t round) {
     for (std::uint32_t peer = 0; peer < size_; ++peer) {
       if (peer != rank_) wait_for(peer, round);
@@ -83,18 +123,42 @@ class Rounds {
  private:
   // `peer` is the rank being awaited, or my own rank when no wait was in progress.
   [[noreturn]] void fail_aborted(std::uint32_t peer) const;
+  static std::uint32_t digest(std::uint64_t signature) {
+    return signature == 0 ? 0 : static_cast<std::uint32_t>(signature ^ (signature >> 32)) | 1u;
+  }
+  // Compares the signatures in `peer`'s line of a round of my current call with mine.
+  void check_signature(std::uint32_t peer, const MessageLine& line) const {
+    const std::uint64_t theirs = line.signature.load(std::memory_order_relaxed);
+    if (theirs != signature_ && theirs != 0) fail_mismatch(peer, signature_, theirs);
+    const std::uint32_t their_previous = line.previous_digest.load(std::memory_order_relaxed);
+    const std::uint32_t my_previous = digest(previous_signature_);
+    if (their_previous != my_previous && their_previous != 0 && my_previous != 0) {
+      fail_previous_mismatch(peer);
+    }
+  }
+  // The previous calls differ: names the peer's from its line of that call's last round when
+  // the line still holds it.
+  [[noreturn]] void fail_previous_mismatch(std::uint32_t peer) const;
+  // Records the mismatch (unless another member recorded one first), aborts the team and fails.
+  [[noreturn]] void fail_mismatch(std::uint32_t peer, std::uint64_t my_signature,
+                                  std::uint64_t peer_signature) const;
+  [[noreturn]] void fail_recorded_mismatch() const;
   // Spins on `spin_word` (the peer's round word, or the message line it is about to fill), then
   // sleeps on `sleep_word` (the peer's round word, which the peer always publishes after its
-  // message line). Returns the value that reached `round`.
-  std::uint32_t wait_slow(std::uint32_t peer, std::uint32_t round,
-                          const std::atomic<std::uint32_t>& spin_word,
-                          const std::atomic<std::uint32_t>& sleep_word);
+  // message line). Returns once `round` is reached.
+  void wait_slow(std::uint32_t peer, std::uint32_t round,
+                 const std::atomic<std::uint32_t>& spin_word,
+                 const std::atomic<std::uint32_t>& sleep_word);
 
   Segment segment_;
   PeerWatch peers_;
   std::uint32_t rank_;
   std::uint32_t size_;
   std::uint32_t round_ = 0;
+  std::uint64_t signature_ = 0;
+  std::uint64_t previous_signature_ = 0;
+  std::uint32_t call_first_round_ = 1;
+  MismatchDescriber describe_ = nullptr;
   WaitPolicy policy_;
   // Highest round seen per peer: a round a peer is known to have reached needs no shared read.
   std::vector<std::uint32_t> known_;
