@@ -33,7 +33,8 @@ std::int64_t span_bytes(std::int64_t count, const Datatype& type) {
 }
 
 // A size class: mostly message-line sizes, some that take several rounds of a small slot.
-std::int64_t random_elements(std::mt19937_64& rng) {
+// Mostly small, sometimes up to `largest`.
+std::int64_t random_elements(std::mt19937_64& rng, std::int64_t largest) {
   switch (rng() % 10) {
     case 0:
       return 0;
@@ -47,9 +48,9 @@ std::int64_t random_elements(std::mt19937_64& rng) {
       return 1 + std::int64_t(rng() % 64);
     case 7:
     case 8:
-      return 1 + std::int64_t(rng() % 3000);
+      return 1 + std::int64_t(rng() % std::uint64_t(std::min<std::int64_t>(3000, largest)));
     default:
-      return 1 + std::int64_t(rng() % 40000);
+      return 1 + std::int64_t(rng() % std::uint64_t(largest));
   }
 }
 
@@ -77,7 +78,7 @@ std::vector<Reduction> reduction_menu(const Op& matrix) {
 }
 
 Call describe_call(std::uint64_t seed, int index, int p, const TypeMenu& menu,
-                   const std::vector<Reduction>& reductions) {
+                   const std::vector<Reduction>& reductions, std::int64_t largest) {
   std::mt19937_64 rng(mix(seed, std::uint64_t(index) * 1000 + std::uint64_t(p)));
   Call call;
   call.kind = Kind(rng() % std::uint64_t(shmcoll::kCollectiveCount));
@@ -88,10 +89,11 @@ Call describe_call(std::uint64_t seed, int index, int p, const TypeMenu& menu,
   if (is_reduction(call.kind)) {
     call.reduction = int(rng() % reductions.size());
     const std::int64_t multiple = std::int64_t(reductions[call.reduction].multiple);
-    call.count = random_elements(rng) * multiple;
+    call.count = random_elements(rng, largest) * multiple;
     for (int rank = 0; rank < p; ++rank) {
-      call.counts.push_back(call.kind == Kind::reduce_scatter ? random_elements(rng) * multiple
-                                                              : call.count);
+      call.counts.push_back(call.kind == Kind::reduce_scatter
+                                ? random_elements(rng, largest) * multiple
+                                : call.count);
     }
     if (call.kind == Kind::reduce_scatter_block) call.count = call.counts[0];
     return call;
@@ -102,7 +104,7 @@ Call describe_call(std::uint64_t seed, int index, int p, const TypeMenu& menu,
   const bool varying = call.kind == Kind::scatterv || call.kind == Kind::gatherv ||
                        call.kind == Kind::allgatherv || call.kind == Kind::alltoallv ||
                        call.kind == Kind::alltoallw;
-  auto ints = [&] { return random_elements(rng) * 6; };
+  auto ints = [&] { return random_elements(rng, largest) * 6; };
   call.ints.assign(p, std::vector<std::int64_t>(p, 0));
   const std::int64_t common = ints();
   std::vector<std::int64_t> per_rank(p);

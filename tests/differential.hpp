@@ -52,9 +52,12 @@ struct Call {
   std::vector<std::vector<int>> send_type, recv_type;
 };
 
-// The call with index `index` of the sequence `seed` for a team of p.
+// The call with index `index` of the sequence `seed` for a team of p; one call in ten has up to
+// `largest` elements (i32 times 6 per rank pair for data movement), the rest at most 3000.
+inline constexpr std::int64_t kLargestElements = 40000;
 Call describe_call(std::uint64_t seed, int index, int p, const TypeMenu& menu,
-                   const std::vector<Reduction>& reductions);
+                   const std::vector<Reduction>& reductions,
+                   std::int64_t largest = kLargestElements);
 
 // Runs `call` on `team` with buffers built from the model; returns "" or what went wrong.
 // `digest` accumulates a hash of this rank's results (the same run to run), `common_digest` of

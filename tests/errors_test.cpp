@@ -68,7 +68,7 @@ TEST(Errors, BadArgumentsAreRejectedByNameAndTheTeamStaysUsable) {
                            {"overlap"});
     bad += expect_rejected(
         [&] { team.allreduce(a.data(), b.data(), std::int64_t{1} << 62, Dtype::f64, Op::sum); },
-        {"overflows"});
+        {"more bytes than any address space"});
     if (team.rank() != 0) {
       bad += expect_rejected(
           [&] { team.reduce(shmcoll::in_place, b.data(), 4, Dtype::f32, Op::sum, 0); },
@@ -131,6 +131,73 @@ TEST(Errors, BadArgumentsOfTheOtherCollectivesAreRejectedByName) {
     // Still usable.
     team.allgather(a.data(), 2, i32, b.data(), 2, i32);
     for (int i = 0; i < 6; ++i) bad += b[i] != 1;
+    __atomic_add_fetch(&failures->count, bad, __ATOMIC_RELAXED);
+  });
+  EXPECT_EQ(failures->count, 0);
+}
+
+// Buffers the standard forbids: send and receive sides that overlap without in_place, receive
+// blocks that overlap each other, and blocks no address space can hold.
+TEST(Errors, AliasedOverlappingAndUnaddressableBuffersAreRejected) {
+  auto* failures = shmcoll::testing::shared_block<Failures>();
+  shmcoll::run(3, {}, [&](shmcoll::Team& team) {
+    std::vector<int> a(64, 1), b(64);
+    const std::vector<std::int64_t> ones = {1, 1, 1}, apart = {0, 1, 2};
+    const shmcoll::Datatype i32 = Dtype::i32;
+    const std::vector<shmcoll::Datatype> types(3, i32);
+    int bad = 0;
+    bad += expect_rejected([&] { team.alltoall(b.data(), 1, i32, b.data() + 1, 1, i32); },
+                           {"alltoall", "sendbuf and recvbuf overlap", "in_place"});
+    bad += expect_rejected([&] { team.allgather(b.data() + 2, 1, i32, b.data(), 1, i32); },
+                           {"allgather", "overlap"});
+    bad += expect_rejected(
+        [&] {
+          team.alltoallv(a.data(), ones, apart, i32, b.data(), ones,
+                         std::vector<std::int64_t>{0, 2, 2}, i32);
+        },
+        {"alltoallv", "recvbuf blocks of ranks 1 and 2 overlap"});
+    bad += expect_rejected(
+        [&] {
+          team.allgatherv(a.data(), 1, i32, b.data(), ones, std::vector<std::int64_t>{1, 0, 1},
+                          i32);
+        },
+        {"allgatherv", "ranks 0 and 2 overlap"});
+    bad += expect_rejected(
+        [&] {
+          team.alltoallw(a.data(), ones, apart, types, b.data(), ones,
+                         std::vector<std::int64_t>{0, std::int64_t{1} << 60, 8}, types);
+        },
+        {"alltoallw", "rdispls[1]", "address space"});
+    const shmcoll::Datatype huge = shmcoll::Datatype::resized(i32, 0, std::int64_t{1} << 55);
+    bad += expect_rejected([&] { team.alltoall(a.data(), 1, i32, b.data(), 1, huge); },
+                           {"alltoall", "recvcount", "address space"});
+    if (team.rank() == 0) {  // only the root's receive side is significant
+      bad += expect_rejected([&] { team.gather(b.data() + 1, 1, i32, b.data(), 1, i32, 0); },
+                             {"gather", "overlap"});
+      bad += expect_rejected([&] { team.scatter(a.data(), 2, i32, a.data() + 3, 2, i32, 0); },
+                             {"scatter", "overlap"});
+    }
+    // Still usable, and the same buffers with in_place are fine.
+    for (int i = 0; i < 3; ++i) b[i] = team.rank() * 10 + i;
+    team.alltoall(shmcoll::in_place, 0, i32, b.data(), 1, i32);
+    for (int i = 0; i < 3; ++i) bad += b[i] != i * 10 + team.rank();
+    __atomic_add_fetch(&failures->count, bad, __ATOMIC_RELAXED);
+  });
+  EXPECT_EQ(failures->count, 0);
+}
+
+TEST(Errors, AMovedFromTeamRefusesEveryCall) {
+  auto* failures = shmcoll::testing::shared_block<Failures>();
+  shmcoll::run(2, {}, [&](shmcoll::Team& team) {
+    shmcoll::Team kept = std::move(team);
+    int bad = 0;
+    bad += team.rank() != -1 || team.size() != -1;
+    bad += expect_rejected([&] { team.barrier(); }, {"barrier", "moved from"});
+    std::int32_t value = 1;
+    bad += expect_rejected([&] { team.bcast(&value, 1, Dtype::i32, 0); }, {"bcast", "moved from"});
+    bad += expect_rejected([&] { team.allocate<int>(4); }, {"allocate", "moved from"});
+    kept.allreduce(shmcoll::in_place, &value, 1, Dtype::i32, Op::sum);  // the team lives on
+    bad += value != 2;
     __atomic_add_fetch(&failures->count, bad, __ATOMIC_RELAXED);
   });
   EXPECT_EQ(failures->count, 0);

@@ -104,6 +104,7 @@ class Team {
   Team& operator=(Team&&) noexcept;
   ~Team();
 
+  // -1 for a Team that was moved from, whose collectives fail with invalid_argument.
   int rank() const noexcept;
   int size() const noexcept;
 

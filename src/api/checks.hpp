@@ -9,13 +9,23 @@
 #include "api/team_state.hpp"
 #include "coll/signature.hpp"
 #include "ops/reduce.hpp"
+#include "util/address_space.hpp"
 #include "util/fail.hpp"
 
 namespace shmcoll::detail {
 
 struct Call {
+  // Fails when the Team was moved from: it holds no team any more.
+  Call(const char* name_in, const std::unique_ptr<TeamState>& state_in)
+      : name(name_in), state(live(name_in, state_in)) {}
   const char* name;
-  const detail::TeamState& state;
+  const TeamState& state;
+
+ private:
+  static const TeamState& live(const char* name, const std::unique_ptr<TeamState>& state) {
+    if (!state) fail(Errc::invalid_argument, name, ": this Team was moved from; it has no team");
+    return *state;
+  }
 };
 
 // Tells the rounds which call follows (once its arguments have passed, before any data moves), so
@@ -46,9 +56,9 @@ inline std::size_t checked_bytes(const Call& call, std::int64_t count, Dtype dty
   check_dtype(call, dtype);
   if (count < 0) reject(call, "count must be non-negative, got ", count);
   const std::size_t element_bytes = dtype_size(dtype);
-  if (static_cast<std::uint64_t>(count) >
-      std::numeric_limits<std::size_t>::max() / 2 / element_bytes) {
-    reject(call, "count ", count, " of ", dtype_name(dtype), " overflows the addressable bytes");
+  if (static_cast<std::uint64_t>(count) > kMostAddressBytes / element_bytes) {
+    reject(call, "count ", count, " of ", dtype_name(dtype),
+           " is more bytes than any address space");
   }
   return static_cast<std::size_t>(count) * element_bytes;
 }
@@ -89,9 +99,8 @@ inline const void* input_buffer(const Call& call, const void* sendbuf, void* rec
 inline std::size_t checked_bytes(const Call& call, const char* name, std::int64_t count,
                                  const Datatype& type) {
   if (count < 0) reject(call, name, " must be non-negative, got ", count);
-  if (type.size() != 0 && static_cast<std::uint64_t>(count) >
-                              std::numeric_limits<std::size_t>::max() / 2 / type.size()) {
-    reject(call, name, " ", count, " overflows the addressable bytes");
+  if (type.size() != 0 && static_cast<std::uint64_t>(count) > kMostAddressBytes / type.size()) {
+    reject(call, name, " ", count, " is more bytes than any address space");
   }
   return static_cast<std::size_t>(count) * type.size();
 }
@@ -103,6 +112,19 @@ inline void check_typed_buffer(const Call& call, const char* name, const void* b
   if (buffer == in_place) reject(call, name, " is in_place, which is not allowed here");
   if (bytes > 0 && buffer == nullptr && type.is_contiguous()) {
     reject(call, name, " is null with ", bytes, " bytes to move");
+  }
+}
+
+// `blocks` consecutive blocks of `count` elements of `type` (a regular layout's whole buffer)
+// must fit in an address space; their extents, not just their data, are what the buffer spans.
+inline void check_span(const Call& call, const char* name, std::int64_t count, const Datatype& type,
+                       std::int64_t blocks = 1) {
+  const std::int64_t extent = type.extent() < 0 ? -type.extent() : type.extent();
+  std::int64_t span = 0;
+  if (__builtin_mul_overflow(count, extent, &span) || __builtin_mul_overflow(span, blocks, &span) ||
+      span > kMostAddressBytes) {
+    reject(call, name, " ", count, " of a type of extent ", type.extent(),
+           blocks > 1 ? " per rank" : "", " spans more than any address space");
   }
 }
 
@@ -129,6 +151,15 @@ inline void check_layout(const Call& call, const char* buffer_name, const void* 
     }
     check_typed_buffer(call, buffer_name, buffer,
                        checked_bytes(call, counts_name, counts[rank], block_type), block_type);
+    check_span(call, counts_name, counts[rank], block_type);
+    // v layouts count displacements in extents of the type, w layouts in bytes.
+    const std::int64_t unit = type ? type->extent() : 1;
+    std::int64_t offset = 0;
+    if (__builtin_mul_overflow(displs[rank], unit, &offset) || offset > kMostAddressBytes ||
+        offset < -kMostAddressBytes) {
+      reject(call, displs_name, "[", rank, "] = ", displs[rank],
+             " puts the block beyond any address space");
+    }
   }
 }
 

@@ -11,10 +11,10 @@ Team& Team::operator=(Team&&) noexcept = default;
 Team::~Team() = default;
 
 int Team::rank() const noexcept {
-  return static_cast<int>(state_->rounds.rank());
+  return state_ ? static_cast<int>(state_->rounds.rank()) : -1;
 }
 int Team::size() const noexcept {
-  return static_cast<int>(state_->rounds.size());
+  return state_ ? static_cast<int>(state_->rounds.size()) : -1;
 }
 
 void Team::check_spans(std::size_t send_size, std::size_t recv_size) {
@@ -25,20 +25,23 @@ void Team::check_spans(std::size_t send_size, std::size_t recv_size) {
 }
 
 void* Team::allocate_bytes(std::size_t bytes, std::size_t alignment) {
+  const Call call{"allocate", state_};
   return state_->heap.allocate(bytes, alignment);
 }
 
 void Team::deallocate_bytes(void* memory) {
+  const Call call{"deallocate", state_};
   state_->heap.deallocate(memory);
 }
 
 void Team::barrier() {
+  const Call call{"barrier", state_};
   begin_call(*state_, {Collective::barrier});
   coll::barrier(state_->context);
 }
 
 void Team::bcast(void* buffer, std::int64_t count, Dtype dtype, int root) {
-  const Call call{"bcast", *state_};
+  const Call call{"bcast", state_};
   const std::size_t bytes = checked_bytes(call, count, dtype);
   check_root(call, root);
   check_buffer(call, "buffer", buffer, bytes);
@@ -48,7 +51,7 @@ void Team::bcast(void* buffer, std::int64_t count, Dtype dtype, int root) {
 
 void Team::reduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype dtype, const Op& op,
                   int root) {
-  const Call call{"reduce", *state_};
+  const Call call{"reduce", state_};
   const std::size_t bytes = checked_bytes(call, count, dtype);
   check_op(call, op, dtype);
   check_root(call, root);
@@ -71,7 +74,7 @@ void Team::reduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype 
 
 void Team::allreduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype dtype,
                      const Op& op) {
-  const Call call{"allreduce", *state_};
+  const Call call{"allreduce", state_};
   const std::size_t bytes = checked_bytes(call, count, dtype);
   check_op(call, op, dtype);
   sendbuf = input_buffer(call, sendbuf, recvbuf, bytes);
@@ -126,7 +129,7 @@ void run_scan(const Call& call, const void* sendbuf, void* recvbuf, std::int64_t
 
 void Team::reduce_scatter(const void* sendbuf, void* recvbuf,
                           std::span<const std::int64_t> recvcounts, Dtype dtype, const Op& op) {
-  const Call call{"reduce_scatter", *state_};
+  const Call call{"reduce_scatter", state_};
   check_per_rank(call, "recvcounts", recvcounts);
   for (std::size_t rank = 0; rank < recvcounts.size(); ++rank) {
     if (recvcounts[rank] < 0) {
@@ -146,7 +149,7 @@ void Team::reduce_scatter(const void* sendbuf, void* recvbuf,
 
 void Team::reduce_scatter_block(const void* sendbuf, void* recvbuf, std::int64_t recvcount,
                                 Dtype dtype, const Op& op) {
-  const Call call{"reduce_scatter_block", *state_};
+  const Call call{"reduce_scatter_block", state_};
   checked_bytes(call, recvcount, dtype);
   std::int64_t total = 0;
   if (__builtin_mul_overflow(recvcount, std::int64_t(size()), &total)) {
@@ -161,12 +164,14 @@ void Team::reduce_scatter_block(const void* sendbuf, void* recvbuf, std::int64_t
 }
 
 void Team::scan(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype dtype, const Op& op) {
-  run_scan({"scan", *state_}, sendbuf, recvbuf, count, dtype, op, false, *state_);
+  const Call call{"scan", state_};
+  run_scan(call, sendbuf, recvbuf, count, dtype, op, false, *state_);
 }
 
 void Team::exscan(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype dtype,
                   const Op& op) {
-  run_scan({"exscan", *state_}, sendbuf, recvbuf, count, dtype, op, true, *state_);
+  const Call call{"exscan", state_};
+  run_scan(call, sendbuf, recvbuf, count, dtype, op, true, *state_);
 }
 
 }  // namespace shmcoll

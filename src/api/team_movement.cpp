@@ -13,6 +13,7 @@ namespace {
 coll::Block checked_block(const Call& call, const char* buffer_name, const void* buffer,
                           const char* count_name, std::int64_t count, const Datatype& type) {
   check_typed_buffer(call, buffer_name, buffer, checked_bytes(call, count_name, count, type), type);
+  check_span(call, count_name, count, type);
   return coll::block_at(buffer, 0, count, type);
 }
 
@@ -20,6 +21,7 @@ coll::Block checked_block(const Call& call, const char* buffer_name, const void*
 coll::Layout checked_regular(const Call& call, const char* buffer_name, const void* buffer,
                              const char* count_name, std::int64_t count, const Datatype& type) {
   checked_block(call, buffer_name, buffer, count_name, count, type);
+  check_span(call, count_name, count, type, static_cast<std::int64_t>(call.state.rounds.size()));
   return coll::Layout::regular(buffer, count, type);
 }
 
@@ -34,6 +36,20 @@ coll::Layout checked_v(const Call& call, const char* buffer_name, const void* bu
 // One block's bytes, for the call signature: the one quantity both sides of a block agree on.
 std::uint64_t bytes_of(std::int64_t count, const Datatype& type) {
   return static_cast<std::uint64_t>(count) * type.size();
+}
+
+// Overlap is judged on data spans (buffer_spans.hpp): a derived type's holes count as its own.
+void check_not_aliased(const Call& call, const DataSpan& send, const DataSpan& recv) {
+  if (send.overlaps(recv)) {
+    reject(call, "sendbuf and recvbuf overlap; pass shmcoll::in_place as sendbuf instead");
+  }
+}
+
+void check_receive_blocks(const Call& call, const coll::Layout& recv, TeamState& state) {
+  if (const auto ranks = overlapping_blocks(recv, state.rounds.size(), state.block_spans)) {
+    reject(call, "recvbuf blocks of ranks ", ranks->first, " and ", ranks->second,
+           " overlap; every receive block needs memory of its own");
+  }
 }
 
 // Where the standard makes a rank's side of the call insignificant.
@@ -56,7 +72,7 @@ coll::Block root_block(const Call& call, const char* buffer_name, const void* bu
 
 void Team::scatter(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
                    void* recvbuf, std::int64_t recvcount, const Datatype& recvtype, int root) {
-  const Call call{"scatter", *state_};
+  const Call call{"scatter", state_};
   check_root(call, root);
   const bool at_root = rank() == root;
   const coll::Block recv =
@@ -66,6 +82,7 @@ void Team::scatter(const void* sendbuf, std::int64_t sendcount, const Datatype& 
               : kNoLayout;
   const std::uint64_t block_bytes =
       at_root ? bytes_of(sendcount, sendtype) : bytes_of(recvcount, recvtype);
+  if (at_root) check_not_aliased(call, data_span(send, size()), data_span(recv));
   begin_call(*state_, {Collective::scatter, root, {}, {}, block_bytes});
   coll::scatter(state_->context, send, recv, root, false);
 }
@@ -73,7 +90,7 @@ void Team::scatter(const void* sendbuf, std::int64_t sendcount, const Datatype& 
 void Team::scatterv(const void* sendbuf, std::span<const std::int64_t> sendcounts,
                     std::span<const std::int64_t> displs, const Datatype& sendtype, void* recvbuf,
                     std::int64_t recvcount, const Datatype& recvtype, int root) {
-  const Call call{"scatterv", *state_};
+  const Call call{"scatterv", state_};
   check_root(call, root);
   const bool at_root = rank() == root;
   const coll::Block recv =
@@ -81,13 +98,14 @@ void Team::scatterv(const void* sendbuf, std::span<const std::int64_t> sendcount
   const coll::Layout send = at_root ? checked_v(call, "sendbuf", sendbuf, "sendcounts", sendcounts,
                                                 "displs", displs, sendtype)
                                     : kNoLayout;
+  if (at_root) check_not_aliased(call, data_span(send, size()), data_span(recv));
   begin_call(*state_, {Collective::scatterv, root});
   coll::scatter(state_->context, send, recv, root, true);
 }
 
 void Team::gather(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
                   void* recvbuf, std::int64_t recvcount, const Datatype& recvtype, int root) {
-  const Call call{"gather", *state_};
+  const Call call{"gather", state_};
   check_root(call, root);
   const bool at_root = rank() == root;
   const coll::Block send =
@@ -97,6 +115,7 @@ void Team::gather(const void* sendbuf, std::int64_t sendcount, const Datatype& s
               : kNoLayout;
   const std::uint64_t block_bytes =
       at_root ? bytes_of(recvcount, recvtype) : bytes_of(sendcount, sendtype);
+  if (at_root) check_not_aliased(call, data_span(send), data_span(recv, size()));
   begin_call(*state_, {Collective::gather, root, {}, {}, block_bytes});
   coll::gather(state_->context, send, recv, root, false);
 }
@@ -104,7 +123,7 @@ void Team::gather(const void* sendbuf, std::int64_t sendcount, const Datatype& s
 void Team::gatherv(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
                    void* recvbuf, std::span<const std::int64_t> recvcounts,
                    std::span<const std::int64_t> displs, const Datatype& recvtype, int root) {
-  const Call call{"gatherv", *state_};
+  const Call call{"gatherv", state_};
   check_root(call, root);
   const bool at_root = rank() == root;
   const coll::Block send =
@@ -112,13 +131,17 @@ void Team::gatherv(const void* sendbuf, std::int64_t sendcount, const Datatype& 
   const coll::Layout recv = at_root ? checked_v(call, "recvbuf", recvbuf, "recvcounts", recvcounts,
                                                 "displs", displs, recvtype)
                                     : kNoLayout;
+  if (at_root) {
+    check_not_aliased(call, data_span(send), data_span(recv, size()));
+    check_receive_blocks(call, recv, *state_);
+  }
   begin_call(*state_, {Collective::gatherv, root});
   coll::gather(state_->context, send, recv, root, true);
 }
 
 void Team::allgather(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
                      void* recvbuf, std::int64_t recvcount, const Datatype& recvtype) {
-  const Call call{"allgather", *state_};
+  const Call call{"allgather", state_};
   const bool in_place_send = sendbuf == in_place;
   const coll::Block send =
       in_place_send ? coll::Block{}
@@ -127,6 +150,7 @@ void Team::allgather(const void* sendbuf, std::int64_t sendcount, const Datatype
       checked_regular(call, "recvbuf", recvbuf, "recvcount", recvcount, recvtype);
   const std::uint64_t block_bytes =
       in_place_send ? bytes_of(recvcount, recvtype) : bytes_of(sendcount, sendtype);
+  check_not_aliased(call, data_span(send), data_span(recv, size()));  // send is empty in place
   begin_call(*state_, {Collective::allgather, {}, {}, {}, block_bytes});
   coll::allgather(state_->context, send, recv, in_place_send);
 }
@@ -134,13 +158,15 @@ void Team::allgather(const void* sendbuf, std::int64_t sendcount, const Datatype
 void Team::allgatherv(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
                       void* recvbuf, std::span<const std::int64_t> recvcounts,
                       std::span<const std::int64_t> displs, const Datatype& recvtype) {
-  const Call call{"allgatherv", *state_};
+  const Call call{"allgatherv", state_};
   const bool in_place_send = sendbuf == in_place;
   const coll::Block send =
       in_place_send ? coll::Block{}
                     : checked_block(call, "sendbuf", sendbuf, "sendcount", sendcount, sendtype);
   const coll::Layout recv =
       checked_v(call, "recvbuf", recvbuf, "recvcounts", recvcounts, "displs", displs, recvtype);
+  check_not_aliased(call, data_span(send), data_span(recv, size()));
+  check_receive_blocks(call, recv, *state_);
   begin_call(*state_,
              {Collective::allgatherv, {}, {}, {}, coll::hash_counts(recvcounts, recvtype.size())});
   coll::allgather(state_->context, send, recv, in_place_send);
@@ -148,7 +174,7 @@ void Team::allgatherv(const void* sendbuf, std::int64_t sendcount, const Datatyp
 
 void Team::alltoall(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
                     void* recvbuf, std::int64_t recvcount, const Datatype& recvtype) {
-  const Call call{"alltoall", *state_};
+  const Call call{"alltoall", state_};
   const coll::Layout recv =
       checked_regular(call, "recvbuf", recvbuf, "recvcount", recvcount, recvtype);
   const bool in_place_send = sendbuf == in_place;
@@ -157,6 +183,7 @@ void Team::alltoall(const void* sendbuf, std::int64_t sendcount, const Datatype&
                     : checked_regular(call, "sendbuf", sendbuf, "sendcount", sendcount, sendtype);
   const std::uint64_t block_bytes =
       in_place_send ? bytes_of(recvcount, recvtype) : bytes_of(sendcount, sendtype);
+  if (!in_place_send) check_not_aliased(call, data_span(send, size()), data_span(recv, size()));
   begin_call(*state_, {Collective::alltoall, {}, {}, {}, block_bytes});
   coll::alltoall(state_->context, send, recv, in_place_send, false);
 }
@@ -165,13 +192,15 @@ void Team::alltoallv(const void* sendbuf, std::span<const std::int64_t> sendcoun
                      std::span<const std::int64_t> sdispls, const Datatype& sendtype, void* recvbuf,
                      std::span<const std::int64_t> recvcounts,
                      std::span<const std::int64_t> rdispls, const Datatype& recvtype) {
-  const Call call{"alltoallv", *state_};
+  const Call call{"alltoallv", state_};
   const coll::Layout recv =
       checked_v(call, "recvbuf", recvbuf, "recvcounts", recvcounts, "rdispls", rdispls, recvtype);
   const bool in_place_send = sendbuf == in_place;
   const coll::Layout send = in_place_send ? recv
                                           : checked_v(call, "sendbuf", sendbuf, "sendcounts",
                                                       sendcounts, "sdispls", sdispls, sendtype);
+  if (!in_place_send) check_not_aliased(call, data_span(send, size()), data_span(recv, size()));
+  check_receive_blocks(call, recv, *state_);
   begin_call(*state_, {Collective::alltoallv});
   coll::alltoall(state_->context, send, recv, in_place_send, true);
 }
@@ -180,7 +209,7 @@ void Team::alltoallw(const void* sendbuf, std::span<const std::int64_t> sendcoun
                      std::span<const std::int64_t> sdispls, std::span<const Datatype> sendtypes,
                      void* recvbuf, std::span<const std::int64_t> recvcounts,
                      std::span<const std::int64_t> rdispls, std::span<const Datatype> recvtypes) {
-  const Call call{"alltoallw", *state_};
+  const Call call{"alltoallw", state_};
   check_per_rank(call, "recvtypes", recvtypes);
   check_layout(call, "recvbuf", recvbuf, "recvcounts", recvcounts, "rdispls", rdispls, nullptr,
                recvtypes);
@@ -193,6 +222,8 @@ void Team::alltoallw(const void* sendbuf, std::span<const std::int64_t> sendcoun
   }
   const coll::Layout send =
       in_place_send ? recv : coll::Layout::w(sendbuf, sendcounts, sdispls, sendtypes);
+  if (!in_place_send) check_not_aliased(call, data_span(send, size()), data_span(recv, size()));
+  check_receive_blocks(call, recv, *state_);
   begin_call(*state_, {Collective::alltoallw});
   coll::alltoall(state_->context, send, recv, in_place_send, true);
 }

@@ -2,6 +2,7 @@
 // algorithms' context.
 #pragma once
 
+#include "api/buffer_spans.hpp"
 #include "api/rank_setup.hpp"
 #include "coll/collectives.hpp"
 #include "coll/tunables.hpp"
@@ -35,12 +36,14 @@ struct TeamState {
         tree(join_and_build_tree(rounds, setup.location, tunables)),
         context(rounds, tunables, tree),
         equal_counts(rounds.size()),
+        block_spans(rounds.size()),
         heap(rounds.segment().heap(rank), rounds.segment().layout().heap_bytes) {}
   coll::Tunables tunables;
   shm::Rounds rounds;
   topo::Tree tree;
   coll::Context context;
   std::vector<std::int64_t> equal_counts;  // reduce_scatter_block's counts, sized once
+  std::vector<DataSpan> block_spans;       // overlap checks' scratch, one per rank reserved once
   shm::Heap heap;                          // Team::allocate's memory
 };
 

@@ -59,6 +59,12 @@ std::int64_t checked_add(std::int64_t a, std::int64_t b, const char* what) {
   return r;
 }
 
+std::int64_t checked_sub(std::int64_t a, std::int64_t b, const char* what) {
+  std::int64_t r;
+  if (__builtin_sub_overflow(a, b, &r)) fail(Errc::invalid_argument, what, " overflows");
+  return r;
+}
+
 void check_count(const char* call, const char* name, std::int64_t value) {
   if (value < 0)
     fail(Errc::invalid_argument, call, ": ", name, " must be non-negative, got ", value);
@@ -96,7 +102,8 @@ struct Builder {
           [](auto a, auto b) { return std::min(a, b); });
     merge(ub, checked_add(hi, child.ub, "upper bound"), child.sticky_ub,
           [](auto a, auto b) { return std::max(a, b); });
-    const std::int64_t tlb = lo + child.true_lb, tub = hi + child.true_ub;
+    const std::int64_t tlb = checked_add(lo, child.true_lb, "true lower bound");
+    const std::int64_t tub = checked_add(hi, child.true_ub, "true upper bound");
     const std::size_t bytes = static_cast<std::size_t>(checked_mul(copies, child.size, "size"));
     if (!any) {
       node.true_lb = tlb, node.true_ub = tub;
@@ -111,9 +118,12 @@ struct Builder {
     const bool run_compact =
         in_order && child.contiguous() && first_disp + child.true_lb == expected_next;
     node.compact = node.compact && run_compact;
-    expected_next = first_disp + child.true_lb + std::int64_t(bytes);
-    node.size += bytes;
-    node.element_count += checked_mul(copies, child.element_count, "element count");
+    expected_next = checked_add(first_disp + child.true_lb, std::int64_t(bytes), "size");
+    node.size =
+        static_cast<std::size_t>(checked_add(std::int64_t(node.size), std::int64_t(bytes), "size"));
+    node.element_count =
+        checked_add(node.element_count, checked_mul(copies, child.element_count, "element count"),
+                    "element count");
     node.alignment = std::max(node.alignment, child.alignment);
     any = true;
   }
@@ -123,9 +133,13 @@ struct Builder {
     if (!any) node.element_type.reset();
     node.lb = lb.value.value_or(0), node.sticky_lb = lb.sticky;
     node.ub = ub.value.value_or(0), node.sticky_ub = ub.sticky;
+    // Extents are differences of bounds: they must fit too.
+    checked_sub(node.ub, node.lb, "extent");
+    checked_sub(node.true_ub, node.true_lb, "true extent");
     if (pad_to_alignment && any && !lb.sticky && !ub.sticky) {
       const auto align = static_cast<std::int64_t>(node.alignment);
-      node.ub = node.lb + (node.extent() + align - 1) / align * align;
+      const std::int64_t padded = checked_add(node.extent(), align - 1, "extent") / align * align;
+      node.ub = checked_add(node.lb, padded, "extent");
     }
     return std::make_shared<const Node>(std::move(node));
   }
@@ -142,9 +156,13 @@ std::shared_ptr<const Node> make_strided(const char* call, std::int64_t count,
     // The extremes of i * stride + j * extent lie at the corners.
     const std::int64_t last_block = checked_mul(count - 1, stride_bytes, "stride");
     const std::int64_t last_in_block = checked_mul(blocklength - 1, extent, "blocklength");
-    const std::int64_t corners[] = {0, last_block, last_in_block, last_block + last_in_block};
+    const std::int64_t corners[] = {0, last_block, last_in_block,
+                                    checked_add(last_block, last_in_block, "stride")};
     const auto [lo, hi] = std::minmax_element(std::begin(corners), std::end(corners));
-    const bool in_order = extent >= 0 && (count == 1 || stride_bytes == blocklength * extent);
+    std::int64_t block_bytes = 0;
+    const bool in_order =
+        extent >= 0 && (count == 1 || (!__builtin_mul_overflow(blocklength, extent, &block_bytes) &&
+                                       stride_bytes == block_bytes));
     builder.add(*lo, *hi, checked_mul(count, blocklength, "count"), *child, in_order);
   }
   builder.node.runs.push_back({0, blocklength, child});
@@ -167,9 +185,10 @@ std::shared_ptr<const Node> make_listed(const char* call,
   for (std::size_t i = 0; i < blocklengths.size(); ++i) {
     check_count(call, "blocklength", blocklengths[i]);
     const std::shared_ptr<const Node>& child = children[children.size() == 1 ? 0 : i];
-    const std::int64_t last =
-        displacements[i] +
-        checked_mul(std::max<std::int64_t>(blocklengths[i] - 1, 0), child->extent(), "blocklength");
+    const std::int64_t last = checked_add(
+        displacements[i],
+        checked_mul(std::max<std::int64_t>(blocklengths[i] - 1, 0), child->extent(), "blocklength"),
+        "displacement");
     builder.add(displacements[i], last, blocklengths[i], *child, child->extent() >= 0);
     builder.node.runs.push_back({displacements[i], blocklengths[i], child});
   }
@@ -201,17 +220,25 @@ const std::shared_ptr<const Node>& make_leaf(Dtype dtype) {
   return leaves[static_cast<std::size_t>(dtype)];
 }
 
+// base + bytes as address arithmetic: displacements are relative to an address that need not be
+// inside any object (MPI_BOTTOM, or an element far from its data), so only the final addresses
+// are real memory; pointer arithmetic on the way would be undefined.
+inline const char* at(const char* base, std::int64_t bytes) {
+  return reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(base) +
+                                       static_cast<std::uintptr_t>(bytes));
+}
+
 // Calls copy(address, bytes) for each run of data of one element at `base`, in typemap order.
 template <typename Copy>
 void for_each_run(const Node& node, const char* base, Copy& copy) {
-  if (node.compact) return copy(base + node.true_lb, node.size);
+  if (node.compact) return copy(at(base, node.true_lb), node.size);
   const auto visit_run = [&](const Node::Run& run, std::int64_t displacement) {
     const Node& child = *run.child;
-    const char* first = base + displacement;
+    const char* first = at(base, displacement);
     if (child.contiguous())
-      return copy(first + child.lb, child.size * std::size_t(run.blocklength));
+      return copy(at(first, child.lb), child.size * std::size_t(run.blocklength));
     for (std::int64_t j = 0; j < run.blocklength; ++j)
-      for_each_run(child, first + j * child.extent(), copy);
+      for_each_run(child, at(first, j * child.extent()), copy);
   };
   if (node.strided) {
     for (std::int64_t i = 0; i < node.stride_count; ++i) visit_run(node.runs[0], i * node.stride);
@@ -225,8 +252,8 @@ void for_each_element_run(const char* call, const Node& node, const void* buffer
                           std::int64_t count, Copy& copy) {
   check_count(call, "count", count);
   const auto* base = static_cast<const char*>(buffer);
-  if (node.contiguous()) return copy(base + node.lb, node.size * std::size_t(count));
-  for (std::int64_t i = 0; i < count; ++i) for_each_run(node, base + i * node.extent(), copy);
+  if (node.contiguous()) return copy(at(base, node.lb), node.size * std::size_t(count));
+  for (std::int64_t i = 0; i < count; ++i) for_each_run(node, at(base, i * node.extent()), copy);
 }
 
 // As for_each_element_run, but only for the packed bytes [offset, offset + bytes): whole
@@ -241,7 +268,7 @@ std::size_t for_each_run_in_window(const char* call, const Node& node, const voi
   if (offset >= end) return 0;
   const auto* base = static_cast<const char*>(buffer);
   if (node.contiguous()) {
-    copy(base + node.lb + offset, end - offset);
+    copy(at(base, node.lb + std::int64_t(offset)), end - offset);
     return end - offset;
   }
   std::size_t position = offset / node.size * node.size;
@@ -252,7 +279,7 @@ std::size_t for_each_run_in_window(const char* call, const Node& node, const voi
     position += run_bytes;
   };
   for (auto i = std::int64_t(offset / node.size); position < end; ++i) {
-    for_each_run(node, base + i * node.extent(), clipped);
+    for_each_run(node, at(base, i * node.extent()), clipped);
   }
   return end - offset;
 }

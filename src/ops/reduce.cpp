@@ -6,6 +6,7 @@
 
 #include "ops/simd_kernels.hpp"
 #include "shmcoll/shmcoll.hpp"
+#include "util/address_space.hpp"
 #include "util/fail.hpp"
 
 namespace shmcoll::ops {
@@ -88,9 +89,9 @@ void reduce_local(const void* in, void* inout, std::int64_t count, Dtype dtype, 
   if (!reason.empty()) fail(Errc::invalid_argument, "reduce_local: ", reason);
   if (count < 0)
     fail(Errc::invalid_argument, "reduce_local: count must be non-negative, got ", count);
-  if (static_cast<std::uint64_t>(count) > SIZE_MAX / 2 / dtype_size(dtype)) {
+  if (static_cast<std::uint64_t>(count) > kMostAddressBytes / dtype_size(dtype)) {
     fail(Errc::invalid_argument, "reduce_local: count ", count, " of ", dtype_name(dtype),
-         " overflows the addressable bytes");
+         " is more bytes than any address space");
   }
   if (count > 0 && (in == nullptr || inout == nullptr)) {
     fail(Errc::invalid_argument, "reduce_local: ", in == nullptr ? "in" : "inout",

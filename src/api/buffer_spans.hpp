@@ -1,0 +1,71 @@
+// Where the data of a data-movement call lies, so the API can refuse send and receive sides that
+// overlap without in_place and receive blocks that overlap each other (MPI makes both erroneous;
+// here they are invalid_argument instead of a silent mix of old and new bytes).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "coll/blocks.hpp"
+
+namespace shmcoll::detail {
+
+// The addresses [first, end) between a block's first and last byte of data; empty when it
+// moves nothing. Its holes (derived types) are inside, so two spans may overlap where the bytes
+// do not; only the receive-block check, which sees contiguous blocks only, is exact.
+struct DataSpan {
+  std::int64_t first = 0, end = 0;
+  std::uint32_t rank = 0;  // whose block, in a layout
+  bool empty() const { return first == end; }
+  bool overlaps(const DataSpan& other) const {
+    return !empty() && !other.empty() && first < other.end && other.first < end;
+  }
+};
+
+// Offsets are bounded by check_span (2^56), so the sums fit.
+inline DataSpan data_span(const coll::Block& block, std::uint32_t rank = 0) {
+  if (block.bytes() == 0) return {};
+  const auto base = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(block.base));
+  const std::int64_t first = base + block.type->true_lb();
+  const std::int64_t last = (block.count - 1) * block.type->extent();
+  return {first + std::min<std::int64_t>(0, last),
+          first + std::max<std::int64_t>(0, last) + block.type->true_extent(), rank};
+}
+
+inline DataSpan data_span(const coll::Layout& layout, std::uint32_t ranks) {
+  DataSpan hull;
+  for (std::uint32_t rank = 0; rank < ranks; ++rank) {
+    const DataSpan span = data_span(layout.block(rank), rank);
+    if (span.empty()) continue;
+    hull = hull.empty() ? span
+                        : DataSpan{std::min(hull.first, span.first), std::max(hull.end, span.end)};
+  }
+  return hull;
+}
+
+// Two blocks of a layout of `ranks` blocks that overlap, if any. Looked for only where every
+// block's type is contiguous, so a span is exactly the bytes written. `spans` is scratch space
+// with room for `ranks` entries (reserved once, so nothing is allocated here).
+inline std::optional<std::pair<std::uint32_t, std::uint32_t>> overlapping_blocks(
+    const coll::Layout& layout, std::uint32_t ranks, std::vector<DataSpan>& spans) {
+  spans.clear();
+  for (std::uint32_t rank = 0; rank < ranks; ++rank) {
+    const coll::Block block = layout.block(rank);
+    if (block.bytes() == 0) continue;
+    if (!block.type->is_contiguous()) return std::nullopt;
+    spans.push_back(data_span(block, rank));
+  }
+  std::sort(spans.begin(), spans.end(),
+            [](const DataSpan& a, const DataSpan& b) { return a.first < b.first; });
+  for (std::size_t i = 1; i < spans.size(); ++i) {
+    if (spans[i - 1].overlaps(spans[i])) {
+      return std::minmax(spans[i - 1].rank, spans[i].rank);
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace shmcoll::detail
