@@ -294,7 +294,9 @@ Row run_native(const NativeConfig& config, const std::string& coll, std::size_t 
   if (shared == MAP_FAILED) throw std::runtime_error("cannot map the harness's shared results");
   Row row{bytes, {}};
   shmcoll::Options options;
-  options.bind = ranks_fit_cores(config.ranks) ? shmcoll::Binding::core : shmcoll::Binding::none;
+  const bool bind =
+      config.bind_to == "auto" ? ranks_fit_cores(config.ranks) : config.bind_to == "core";
+  options.bind = bind ? shmcoll::Binding::core : shmcoll::Binding::none;
   try {
     shmcoll::run(config.ranks, options,
                  [&](shmcoll::Team& team) { bench_rank(team, config, coll, bytes, *shared, row); });

@@ -17,9 +17,10 @@ struct NativeConfig {
   shmcoll::Op op = shmcoll::Op::sum;
   int iters = 30;
   bool check = false;
-  bool heap = false;          // send buffers from Team::allocate
-  bool vary_data = false;     // rotate through buffer slots (harness_method.h)
-  bool inject_error = false;  // corrupt one checked element, to prove --check catches it
+  bool heap = false;             // send buffers from Team::allocate
+  bool vary_data = false;        // rotate through buffer slots (harness_method.h)
+  bool inject_error = false;     // corrupt one checked element, to prove --check catches it
+  std::string bind_to = "auto";  // core, none, or auto: core when the ranks fit the cores
 };
 
 // Every contender binds each rank to a core when the ranks fit on the cores, and leaves them

@@ -150,6 +150,10 @@ int main(int argc, char** argv) {
   app.add_option("--csv", csv_path, "also write every row to this CSV file");
   app.add_option("--plot", plot_path,
                  "also draw latency and bandwidth per collective (PNG, gnuplot)");
+  app.add_option("--bind-to", config.bind_to,
+                 "core, none, or auto: each rank on its own core when the ranks fit the cores "
+                 "(shmcoll only; where ranks' memory lives is SHMCOLL_PLACEMENT)")
+      ->check(CLI::IsMember({"auto", "core", "none"}));
   app.add_flag("--inject-error", config.inject_error,
                "corrupt one result element before --check reads it (tests the harness)");
   CLI11_PARSE(app, argc, argv);

@@ -24,7 +24,7 @@ namespace shmcoll::testing {
 
 // Runs a shell command; its exit status (-1 if it did not exit) and what it wrote to the
 // captured streams.
-enum class Capture { stderr_only, both };
+enum class Capture { stderr_only, stdout_only, both };
 struct CommandResult {
   int status;
   std::string output;
@@ -32,8 +32,9 @@ struct CommandResult {
 inline CommandResult run_command(const std::string& command, Capture capture) {
   const std::string file =
       std::filesystem::temp_directory_path() / ("shmcoll-test-output-" + std::to_string(getpid()));
-  const std::string redirect =
-      capture == Capture::stderr_only ? " 2>" + file : " >" + file + " 2>&1";
+  const std::string redirect = capture == Capture::stderr_only   ? " 2>" + file
+                               : capture == Capture::stdout_only ? " >" + file
+                                                                 : " >" + file + " 2>&1";
   const int raw = std::system((command + redirect).c_str());
   std::stringstream text;
   text << std::ifstream(file).rdbuf();

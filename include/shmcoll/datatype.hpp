@@ -15,7 +15,7 @@
 
 namespace shmcoll {
 
-class Datatype {
+class SHMCOLL_API Datatype {
  public:
   Datatype(Dtype element);  // implicit: every predefined element type is a datatype
 

@@ -35,9 +35,12 @@ enum class Errc : int {
                          // datatype or count; the message names two such ranks and the field
 };
 
-const char* errc_name(Errc code) noexcept;
+SHMCOLL_API const char* errc_name(Errc code) noexcept;
 
-class Error : public std::runtime_error {
+// The library's version ("0.1.0"), of the library loaded at run time.
+SHMCOLL_API const char* version() noexcept;
+
+class SHMCOLL_API Error : public std::runtime_error {
  public:
   Error(Errc code, const std::string& message);
   Errc code() const noexcept { return code_; }
@@ -60,7 +63,7 @@ enum class MapBy { core, package, numa };
 // Where each rank's control lines and slots live (SHMCOLL_PLACEMENT): on the rank's own NUMA node
 // (local), interleaved over all nodes, all on one node, or wherever first touch puts them (none).
 // A node that does not exist degrades to none with one warning.
-struct Placement {
+struct SHMCOLL_API Placement {
   enum class Kind { local, interleave, node, none };
   Kind kind = Kind::local;
   int node = -1;  // for Kind::node
@@ -90,7 +93,7 @@ struct TeamState;
 struct TeamAccess;
 }  // namespace detail
 
-class Team {
+class SHMCOLL_API Team {
  public:
   // Inside a program started by shmcoll-run: rank, size and segment come from the environment.
   static Team attach();
@@ -197,12 +200,12 @@ class Team {
 };
 
 // inout = in op inout, elementwise, in this process (MPI_Reduce_local).
-void reduce_local(const void* in, void* inout, std::int64_t count, Dtype dtype, const Op& op);
+SHMCOLL_API void reduce_local(const void* in, void* inout, std::int64_t count, Dtype dtype, const Op& op);
 
 // Forks n-1 children and runs fn on every rank (rank 0 in the caller's process); returns when all
 // have finished. A rank that throws, exits non-zero, crashes or is killed makes run() throw
 // Error(rank_failed) naming the first such rank and its exit status or signal; the other ranks'
 // collectives fail with peer_failed instead of hanging.
-void run(int n, const Options& options, const std::function<void(Team&)>& fn);
+SHMCOLL_API void run(int n, const Options& options, const std::function<void(Team&)>& fn);
 
 }  // namespace shmcoll

@@ -9,6 +9,8 @@
 #include <memory>
 #include <type_traits>
 
+#include "shmcoll/export.h"
+
 namespace shmcoll {
 
 // The MAXLOC/MINLOC pair types, laid out as MPI's MPI_FLOAT_INT ... MPI_LONG_DOUBLE_INT.
@@ -45,10 +47,10 @@ struct float16 {
 struct bfloat16 {
   std::uint16_t bits;
 };
-float to_float(float16 value) noexcept;
-float to_float(bfloat16 value) noexcept;
-float16 to_float16(float value) noexcept;
-bfloat16 to_bfloat16(float value) noexcept;
+SHMCOLL_API float to_float(float16 value) noexcept;
+SHMCOLL_API float to_float(bfloat16 value) noexcept;
+SHMCOLL_API float16 to_float16(float value) noexcept;
+SHMCOLL_API bfloat16 to_bfloat16(float value) noexcept;
 
 // The numbers are the C API's (shmcoll.h); new types are only ever appended.
 enum class Dtype : int {
@@ -83,7 +85,7 @@ inline constexpr int kDtypeCount = static_cast<int>(Dtype::long_double_int) + 1;
 constexpr bool is_valid_dtype(Dtype dtype) noexcept {
   return static_cast<unsigned>(dtype) < static_cast<unsigned>(kDtypeCount);
 }
-const char* dtype_name(Dtype dtype);
+SHMCOLL_API const char* dtype_name(Dtype dtype);
 
 namespace detail {
 // Indexed by Dtype; types.cpp checks it against visit_dtype. Inline because every call asks.
@@ -112,7 +114,7 @@ inline constexpr unsigned char kDtypeSizes[] = {1,
                                                 sizeof(int_int),
                                                 sizeof(short_int),
                                                 sizeof(long_double_int)};
-[[noreturn]] void throw_invalid_dtype(Dtype dtype);
+[[noreturn]] SHMCOLL_API void throw_invalid_dtype(Dtype dtype);
 }  // namespace detail
 
 // Bytes of one element; throws Error(invalid_argument) for a value that is no Dtype.
@@ -228,7 +230,7 @@ constexpr decltype(auto) visit_dtype(Dtype dtype, Fn&& fn) {
 //
 // Every collective combines its inputs in rank order, out = in[0] op in[1] op ... op in[p-1],
 // whether or not the operation commutes, so results never depend on timing.
-class Op {
+class SHMCOLL_API Op {
  public:
   enum Kind : int {
     sum,
@@ -291,9 +293,9 @@ enum class Collective {
   alltoallw,
 };
 inline constexpr int kCollectiveCount = static_cast<int>(Collective::alltoallw) + 1;
-const char* collective_name(Collective collective);
+SHMCOLL_API const char* collective_name(Collective collective);
 
-const char* op_name(const Op& op);
+SHMCOLL_API const char* op_name(const Op& op);
 // Whether MPI defines `op` on `dtype` (user operations accept every type). The table:
 //   integers              max min sum prod land lor lxor band bor bxor
 //   f16 bf16 f32 f64 long double        max min sum prod
@@ -302,6 +304,6 @@ const char* op_name(const Op& op);
 //   byte                                band bor bxor
 //   pair types                          maxloc minloc
 //   every type, char and wchar too      replace no_op
-bool op_defined_on(const Op& op, Dtype dtype) noexcept;
+SHMCOLL_API bool op_defined_on(const Op& op, Dtype dtype) noexcept;
 
 }  // namespace shmcoll

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "api/environment.hpp"
 #include "mpi/hierarchy.hpp"
 
 namespace shmcoll::mpi {
@@ -34,7 +35,7 @@ int env_int(const char* name, int fallback) {
 
 // SHMCOLL_MPI_MAX_TEAMS: communicators past this many get PMPI (each team holds 2 slots per rank).
 int team_cap() {
-  static const int cap = env_int("SHMCOLL_MPI_MAX_TEAMS", 16);
+  static const int cap = env_int(detail::kMpiMaxTeamsEnv, 16);
   return cap;
 }
 
@@ -52,7 +53,7 @@ MPI_Comm split_by_node(MPI_Comm comm) {
   int rank = 0;
   PMPI_Comm_rank(comm, &rank);
   MPI_Comm node = MPI_COMM_NULL;
-  const int fake_nodes = env_int("SHMCOLL_MPI_FAKE_NODES", 0);
+  const int fake_nodes = env_int(detail::kMpiFakeNodesEnv, 0);
   if (fake_nodes > 1) {
     int world_rank = 0, world_size = 1;
     PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
@@ -119,7 +120,7 @@ CachedTeam* cached_of(MPI_Comm comm) {
 }  // namespace
 
 bool layer_disabled() {
-  static const bool disabled = env_int("SHMCOLL_MPI_DISABLE", 0) != 0;
+  static const bool disabled = env_int(detail::kMpiDisableEnv, 0) != 0;
   // Concurrent collectives on one communicator from several threads cannot share its rounds.
   return disabled || thread_level == MPI_THREAD_MULTIPLE;
 }

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "api/environment.hpp"
 #include "mpi/layer.hpp"
 
 namespace shmcoll::mpi {
@@ -21,7 +22,7 @@ Row rows[kStatisticsRows];
 
 bool verbose() {
   static const bool on = [] {
-    const char* text = std::getenv("SHMCOLL_MPI_VERBOSE");
+    const char* text = std::getenv(detail::kMpiVerboseEnv);
     return text && *text && *text != '0';
   }();
   return on;

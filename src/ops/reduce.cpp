@@ -80,6 +80,24 @@ void reduce_pair(Dtype dtype, const Op& op, const void* a, const void* b, void* 
   reduce_kary(dtype, op, out, inputs, 2, count);
 }
 
+const char* simd_level() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512vl")) {
+    return "x86-64-v4 (AVX-512)";
+  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2") &&
+      __builtin_cpu_supports("fma")) {
+    return "x86-64-v3 (AVX2)";
+  }
+  return "x86-64 baseline (SSE2)";
+#else
+  return "target default";
+#endif
+}
+
 }  // namespace shmcoll::ops
 
 namespace shmcoll {

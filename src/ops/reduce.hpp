@@ -23,6 +23,10 @@ void reduce_into(Dtype dtype, const Op& op, const void* in, void* inout, std::si
 void reduce_pair(Dtype dtype, const Op& op, const void* a, const void* b, void* out,
                  std::size_t count);
 
+// The x86 level whose kernel clones the loader picked on this CPU ("x86-64-v4 (AVX-512)", ...),
+// by the rules GCC's target_clones resolver follows; "target default" elsewhere.
+const char* simd_level();
+
 // The same kernels compiled without SIMD: the benchmark's scalar baseline.
 namespace scalar {
 void reduce_kary(Dtype dtype, const Op& op, void* out, const void* const* inputs, int input_count,

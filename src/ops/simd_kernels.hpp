@@ -14,7 +14,16 @@
 #define SHMCOLL_SIMD_CLONES
 #endif
 
-#define SHMCOLL_DEFINE_SIMD_KERNEL(name, T) SHMCOLL_SIMD_CLONES SHMCOLL_DEFINE_KERNEL(name, T)
+// The clones live in an anonymous namespace, called through a plain kernel: GCC gives a clone's
+// ifunc symbol default visibility whatever the preset, and libshmcoll.so must not export it.
+#define SHMCOLL_DEFINE_SIMD_KERNEL(name, T)                                                    \
+  namespace {                                                                                  \
+  SHMCOLL_SIMD_CLONES void clones_##name(Op::Kind op, void* out, const void* const* inputs,   \
+                                         int input_count, std::size_t count) {                 \
+    kernels::reduce_typed<T>(op, out, inputs, input_count, count);                             \
+  }                                                                                            \
+  }                                                                                            \
+  SHMCOLL_KERNEL_SIGNATURE(name) { clones_##name(op, out, inputs, input_count, count); }
 
 namespace shmcoll::ops::simd {
 SHMCOLL_ALL_TYPES(SHMCOLL_DECLARE_KERNEL)

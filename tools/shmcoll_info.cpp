@@ -1,0 +1,169 @@
+// shmcoll-info: what this shmcoll is and what it will do here, as ompi_info tells of Open MPI:
+// version and build, the SIMD level the reductions run at, the machine, every environment
+// variable (default, current value, meaning) and which algorithm each collective picks by size.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "api/environment.hpp"
+#include "api/rank_setup.hpp"
+#include "coll/tunables.hpp"
+#include "ops/reduce.hpp"
+#include "shmcoll/shmcoll.hpp"
+#include "topo/topology.hpp"
+#include "topo/tree.hpp"
+
+namespace {
+
+using nlohmann::ordered_json;
+using shmcoll::coll::Algorithm;
+using shmcoll::coll::algorithm_name;
+
+// Sizes at which the selection table shows each choice; the inline algorithms end at 112 bytes,
+// the small and tree ones at 16 KiB by default.
+constexpr std::size_t kSizes[] = {8, 112, 113, 1024, 16384, 16385, 262144, 4194304};
+
+struct Selection {
+  const char* collective;
+  std::vector<std::string> algorithms;  // one per kSizes entry
+};
+
+std::vector<Selection> selection_table(int ranks) {
+  const shmcoll::topo::Topology& topology = shmcoll::topo::Topology::shared();
+  const auto tunables = shmcoll::coll::Tunables::from_env(static_cast<std::uint32_t>(ranks));
+  shmcoll::Options options;  // what shmcoll-run does by default: one rank per core, compact
+  options.bind = shmcoll::Binding::core;
+  const std::vector<int> cores =
+      shmcoll::detail::plan_cores(topology, ranks, options, "shmcoll-info");
+  std::vector<shmcoll::topo::Location> where(static_cast<std::size_t>(ranks));
+  for (std::size_t rank = 0; rank < where.size(); ++rank) {
+    if (!cores.empty()) where[rank] = topology.core(cores[rank]);
+  }
+  const auto shape =
+      shmcoll::coll::TreeShape::of(shmcoll::topo::Tree::build(where, tunables.hierarchy));
+  std::vector<Selection> table = {{"barrier", {}},
+                                  {"bcast", {}},
+                                  {"reduce (commutative op)", {}},
+                                  {"reduce (non-commutative op)", {}},
+                                  {"allreduce (commutative op)", {}},
+                                  {"allreduce (non-commutative op)", {}},
+                                  {"scan, exscan", {}}};
+  for (std::size_t bytes : kSizes) {
+    auto add = [&](std::size_t row, Algorithm algorithm) {
+      table[row].algorithms.push_back(algorithm_name(algorithm));
+    };
+    add(0, shmcoll::coll::select_barrier(tunables, shape));
+    add(1, shmcoll::coll::select_bcast(tunables, shape, bytes));
+    add(2, shmcoll::coll::select_reduce(tunables, shape, bytes, true));
+    add(3, shmcoll::coll::select_reduce(tunables, shape, bytes, false));
+    add(4, shmcoll::coll::select_allreduce(tunables, shape, bytes, true));
+    add(5, shmcoll::coll::select_allreduce(tunables, shape, bytes, false));
+    add(6, shmcoll::coll::select_scan(tunables, shape, bytes));
+  }
+  return table;
+}
+
+ordered_json describe(int ranks) {
+  ordered_json info;
+  info["version"] = shmcoll::version();
+  info["build"] = {{"type", SHMCOLL_BUILD_TYPE},
+                   {"compiler", SHMCOLL_COMPILER},
+                   {"mpi_layers", SHMCOLL_MPI_LAYERS}};
+  info["simd"] = shmcoll::ops::simd_level();
+  const shmcoll::topo::Topology& topology = shmcoll::topo::Topology::shared();
+  info["topology"] = {{"source", topology.spec().empty() ? "this machine" : topology.spec()},
+                      {"packages", topology.count(shmcoll::topo::Level::package)},
+                      {"numa_nodes", topology.count(shmcoll::topo::Level::numa)},
+                      {"cores", topology.core_count()},
+                      {"summary", topology.summary()}};
+  ordered_json variables = ordered_json::array();
+  for (const auto& variable : shmcoll::detail::environment_variables()) {
+    const char* current = std::getenv(variable.name);
+    variables.push_back({{"name", variable.name},
+                         {"group", variable.group},
+                         {"default", variable.default_value},
+                         {"current", current ? ordered_json(current) : ordered_json(nullptr)},
+                         {"meaning", variable.meaning}});
+  }
+  info["environment"] = variables;
+  ordered_json selection;
+  selection["ranks"] = ranks;
+  selection["bytes"] = kSizes;
+  for (const Selection& row : selection_table(ranks)) {
+    selection["algorithms"][row.collective] = row.algorithms;
+  }
+  info["selection"] = selection;
+  return info;
+}
+
+void print_text(const ordered_json& info) {
+  std::printf("shmcoll %s\n", info["version"].get<std::string>().c_str());
+  std::printf("  build:     %s, %s, MPI layers: %s\n",
+              info["build"]["type"].get<std::string>().c_str(),
+              info["build"]["compiler"].get<std::string>().c_str(),
+              info["build"]["mpi_layers"].get<std::string>().c_str());
+  std::printf("  SIMD:      %s (reduction kernels, chosen when the library loads)\n",
+              info["simd"].get<std::string>().c_str());
+  std::printf(
+      "  topology:  %s, %d cores\n    %s\n", info["topology"]["source"].get<std::string>().c_str(),
+      info["topology"]["cores"].get<int>(), info["topology"]["summary"].get<std::string>().c_str());
+  std::printf("\nEnvironment (default; current value when set)\n");
+  for (const auto& variable : info["environment"]) {
+    const std::string current =
+        variable["current"].is_null() ? "" : " = " + variable["current"].get<std::string>();
+    std::printf("  %-28s [%s] default %s%s\n      %s\n",
+                variable["name"].get<std::string>().c_str(),
+                variable["group"].get<std::string>().c_str(),
+                variable["default"].get<std::string>().c_str(), current.c_str(),
+                variable["meaning"].get<std::string>().c_str());
+  }
+  const auto& selection = info["selection"];
+  std::printf("\nAlgorithm selection for %d ranks (one per core, compact), by message bytes\n",
+              selection["ranks"].get<int>());
+  std::printf("  %-31s", "");
+  for (const auto& bytes : selection["bytes"]) std::printf(" %18zu", bytes.get<std::size_t>());
+  std::printf("\n");
+  for (const auto& [collective, algorithms] : selection["algorithms"].items()) {
+    std::printf("  %-31s", collective.c_str());
+    for (const auto& algorithm : algorithms) {
+      std::printf(" %18s", algorithm.get<std::string>().c_str());
+    }
+    std::printf("\n");
+  }
+  std::printf(
+      "\nData movement (scatter, gather, allgather, alltoall and their v/w forms) always runs the "
+      "exchange engine; blocks from Team::allocate of at least SHMCOLL_DIRECT_MIN bytes are read "
+      "directly.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "What this shmcoll is and what it will do on this machine: version, build, SIMD level, "
+      "topology, every environment variable with its default and current value, and the "
+      "algorithm each collective picks by message size.\n"
+      "Example: shmcoll-info -n 8 --json"};
+  int ranks = 0;
+  bool json = false;
+  app.add_option("-n,--np", ranks, "team size for the selection table (default: one per core)")
+      ->check(CLI::Range(1, 65536));
+  app.add_flag("--json", json, "print everything as one JSON object, for scripts");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (ranks == 0) ranks = shmcoll::topo::Topology::shared().core_count();
+    const ordered_json info = describe(ranks);
+    if (json) {
+      std::printf("%s\n", info.dump(2).c_str());
+    } else {
+      print_text(info);
+    }
+  } catch (const shmcoll::Error& error) {
+    std::fprintf(stderr, "shmcoll-info: %s\n", error.what());
+    return 1;
+  }
+  return 0;
+}
