@@ -317,6 +317,13 @@ int main(int argc, char** argv) {
   bool repetitions_given = false;
   for (int i = 1; i < argc; ++i) {
     repetitions_given |= std::strncmp(argv[i], "--benchmark_repetitions", 23) == 0;
+    if (std::strcmp(argv[i], "--help") == 0) {  // ours first, then Google Benchmark's options
+      std::printf(
+          "Throughput of the elementwise operators (every type and op MPI defines) beside the "
+          "same kernels without SIMD, Open MPI's MPI_Reduce_local and memcpy, as ratios.\n"
+          "Example: shmcoll-bench-ops --benchmark_filter='f32/sum'\n"
+          "Default: --benchmark_repetitions=5 --benchmark_min_time=0.05, medians only.\n\n");
+    }
   }
   std::string defaults[] = {"--benchmark_repetitions=5", "--benchmark_report_aggregates_only=true",
                             "--benchmark_min_time=0.05"};

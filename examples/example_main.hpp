@@ -20,8 +20,9 @@ inline int main(int argc, char** argv, const char* about,
     if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
       std::printf(
           "%s\n\nUsage: %s [-n RANKS]      forks RANKS ranks itself (default 4)\n"
-          "       shmcoll-run -n RANKS %s   one rank per process, started by the launcher\n",
-          about, argv[0], argv[0]);
+          "       shmcoll-run -n RANKS %s   one rank per process, started by the launcher\n"
+          "Example: %s -n 8\n",
+          about, argv[0], argv[0], argv[0]);
       return 0;
     }
     if (std::strcmp(argv[i], "-n") == 0 && i + 1 < argc) {

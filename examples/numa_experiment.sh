@@ -3,10 +3,14 @@
 # (SHMCOLL_PLACEMENT: local, interleave, each NUMA node, none) and both bindings (core, none),
 # then one plot of latency against message size for every combination.
 #
-# Usage: examples/numa_experiment.sh [BUILD_DIR [OUT_DIR]]
+# Usage: examples/numa_experiment.sh [--help] [BUILD_DIR [OUT_DIR]]
 #   RANKS (default: every core), COLL (allreduce), MAX (4M), ITERS (11) tune the runs.
 # Example: RANKS=8 COLL=alltoall examples/numa_experiment.sh build /tmp/numa
 set -euo pipefail
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+  sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'
+  exit 0
+fi
 build=${1:-build}
 out=${2:-$build/numa}
 ranks=${RANKS:-$(nproc)}
