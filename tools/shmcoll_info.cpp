@@ -36,12 +36,8 @@ std::vector<Selection> selection_table(int ranks) {
   const auto tunables = shmcoll::coll::Tunables::from_env(static_cast<std::uint32_t>(ranks));
   shmcoll::Options options;  // what shmcoll-run does by default: one rank per core, compact
   options.bind = shmcoll::Binding::core;
-  const std::vector<int> cores =
-      shmcoll::detail::plan_cores(topology, ranks, options, "shmcoll-info");
-  std::vector<shmcoll::topo::Location> where(static_cast<std::size_t>(ranks));
-  for (std::size_t rank = 0; rank < where.size(); ++rank) {
-    if (!cores.empty()) where[rank] = topology.core(cores[rank]);
-  }
+  const auto where = shmcoll::detail::planned_locations(
+      topology, shmcoll::detail::plan_cores(topology, ranks, options, "shmcoll-info"), ranks);
   const auto shape =
       shmcoll::coll::TreeShape::of(shmcoll::topo::Tree::build(where, tunables.hierarchy));
   std::vector<Selection> table = {{"barrier", {}},

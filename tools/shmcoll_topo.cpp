@@ -134,10 +134,7 @@ int main(int argc, char** argv) {
     const std::vector<int> cores =
         shmcoll::detail::plan_cores(topology, ranks, options, "shmcoll-topo");
     // Where each rank would run: the mapped core, or (unbound) nowhere in particular.
-    std::vector<Location> where(static_cast<std::size_t>(ranks));
-    for (std::size_t rank = 0; rank < where.size(); ++rank) {
-      if (!cores.empty()) where[rank] = topology.core(cores[rank]);
-    }
+    const std::vector<Location> where = shmcoll::detail::planned_locations(topology, cores, ranks);
 
     std::printf("topology: %s\n  %s\n",
                 topology.spec().empty() ? "this machine (hwloc)" : topology.spec().c_str(),

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "coll/blocks.hpp"
+#include "util/address_space.hpp"
 
 namespace shmcoll::detail {
 
@@ -25,11 +26,17 @@ struct DataSpan {
   }
 };
 
+// `bytes` contiguous bytes at `address`.
+inline DataSpan data_span(const void* address, std::size_t bytes) {
+  if (bytes == 0) return {};
+  const std::int64_t first = address_value(address);
+  return {first, first + static_cast<std::int64_t>(bytes)};
+}
+
 // Offsets are bounded by check_span (2^56), so the sums fit.
 inline DataSpan data_span(const coll::Block& block, std::uint32_t rank = 0) {
   if (block.bytes() == 0) return {};
-  const auto base = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(block.base));
-  const std::int64_t first = base + block.type->true_lb();
+  const std::int64_t first = address_value(block.base) + block.type->true_lb();
   const std::int64_t last = (block.count - 1) * block.type->extent();
   return {first + std::min<std::int64_t>(0, last),
           first + std::max<std::int64_t>(0, last) + block.type->true_extent(), rank};

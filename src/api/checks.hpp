@@ -3,7 +3,7 @@
 #pragma once
 
 #include <cstdint>
-#include <limits>
+#include <optional>
 #include <span>
 
 #include "api/team_state.hpp"
@@ -74,13 +74,17 @@ inline void check_buffer(const Call& call, const char* name, const void* buffer,
   if (bytes > 0 && buffer == nullptr) reject(call, name, " is null with ", bytes, " bytes to move");
 }
 
-inline void check_no_overlap(const Call& call, const void* send, const void* recv,
-                             std::size_t bytes) {
-  const auto a = reinterpret_cast<std::uintptr_t>(send);
-  const auto b = reinterpret_cast<std::uintptr_t>(recv);
-  if (bytes > 0 && a < b + bytes && b < a + bytes) {
+// Overlap is judged on data spans (buffer_spans.hpp): a derived type's holes count as its own.
+inline void check_not_aliased(const Call& call, const DataSpan& send, const DataSpan& recv) {
+  if (send.overlaps(recv)) {
     reject(call, "sendbuf and recvbuf overlap; pass shmcoll::in_place as sendbuf instead");
   }
+}
+
+// Two contiguous buffers of `bytes` each.
+inline void check_no_overlap(const Call& call, const void* send, const void* recv,
+                             std::size_t bytes) {
+  check_not_aliased(call, data_span(send, bytes), data_span(recv, bytes));
 }
 
 // The send buffer of a reduction whose input may be in place: recvbuf when it is, else sendbuf,
@@ -120,9 +124,9 @@ inline void check_typed_buffer(const Call& call, const char* name, const void* b
 inline void check_span(const Call& call, const char* name, std::int64_t count, const Datatype& type,
                        std::int64_t blocks = 1) {
   const std::int64_t extent = type.extent() < 0 ? -type.extent() : type.extent();
-  std::int64_t span = 0;
-  if (__builtin_mul_overflow(count, extent, &span) || __builtin_mul_overflow(span, blocks, &span) ||
-      span > kMostAddressBytes) {
+  std::optional<std::int64_t> span = address_product(count, extent);
+  if (span) span = address_product(*span, blocks);
+  if (!span) {
     reject(call, name, " ", count, " of a type of extent ", type.extent(),
            blocks > 1 ? " per rank" : "", " spans more than any address space");
   }
@@ -153,10 +157,7 @@ inline void check_layout(const Call& call, const char* buffer_name, const void* 
                        checked_bytes(call, counts_name, counts[rank], block_type), block_type);
     check_span(call, counts_name, counts[rank], block_type);
     // v layouts count displacements in extents of the type, w layouts in bytes.
-    const std::int64_t unit = type ? type->extent() : 1;
-    std::int64_t offset = 0;
-    if (__builtin_mul_overflow(displs[rank], unit, &offset) || offset > kMostAddressBytes ||
-        offset < -kMostAddressBytes) {
+    if (!address_product(displs[rank], type ? type->extent() : 1)) {
       reject(call, displs_name, "[", rank, "] = ", displs[rank],
              " puts the block beyond any address space");
     }

@@ -22,6 +22,15 @@ void bind_rank(const topo::Topology& topology, int core) {
   if (core >= 0 && topology.is_this_system()) topology.bind_to_core(core);
 }
 
+std::vector<topo::Location> planned_locations(const topo::Topology& topology,
+                                              const std::vector<int>& cores, int ranks) {
+  std::vector<topo::Location> where(static_cast<std::size_t>(ranks));
+  for (std::size_t rank = 0; rank < cores.size() && rank < where.size(); ++rank) {
+    where[rank] = topology.core(cores[rank]);
+  }
+  return where;
+}
+
 topo::Location locate_rank(const topo::Topology& topology, int core) {
   if (topology.is_this_system()) return topology.where_this_process_runs();
   return core >= 0 && core < topology.core_count() ? topology.core(core) : topo::Location{};

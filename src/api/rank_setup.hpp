@@ -21,6 +21,10 @@ struct RankSetup {
 // outnumber cores, says so once on stderr, prefixed by `who`.
 std::vector<int> plan_cores(const topo::Topology& topology, int ranks, const Options& options,
                             const char* who);
+// Where each of `cores.size()` mapped ranks (plan_cores) would run, for tools that plan a team
+// without starting it; `ranks` unlocated ones when `cores` is empty (unbound).
+std::vector<topo::Location> planned_locations(const topo::Topology& topology,
+                                              const std::vector<int>& cores, int ranks);
 // In the rank's own process: binds it to `core` when the topology is this machine's.
 void bind_rank(const topo::Topology& topology, int core);
 // Where the rank runs: its actual binding on this machine; on a loaded topology, the core it was

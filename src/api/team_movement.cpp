@@ -38,13 +38,6 @@ std::uint64_t bytes_of(std::int64_t count, const Datatype& type) {
   return static_cast<std::uint64_t>(count) * type.size();
 }
 
-// Overlap is judged on data spans (buffer_spans.hpp): a derived type's holes count as its own.
-void check_not_aliased(const Call& call, const DataSpan& send, const DataSpan& recv) {
-  if (send.overlaps(recv)) {
-    reject(call, "sendbuf and recvbuf overlap; pass shmcoll::in_place as sendbuf instead");
-  }
-}
-
 void check_receive_blocks(const Call& call, const coll::Layout& recv, TeamState& state) {
   if (const auto ranks = overlapping_blocks(recv, state.rounds.size(), state.block_spans)) {
     reject(call, "recvbuf blocks of ranks ", ranks->first, " and ", ranks->second,

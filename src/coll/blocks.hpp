@@ -9,6 +9,7 @@
 #include <span>
 
 #include "shmcoll/datatype.hpp"
+#include "util/address_space.hpp"
 
 namespace shmcoll::coll {
 
@@ -20,13 +21,11 @@ struct Block {
   std::size_t bytes() const { return count > 0 ? std::size_t(count) * type->size() : 0; }
 };
 
-// Address arithmetic, not pointer arithmetic: `buffer` may be null (MPI_BOTTOM, absolute
-// displacements).
+// `buffer` may be null (MPI_BOTTOM, absolute displacements): address arithmetic.
 inline Block block_at(const void* buffer, std::int64_t offset_bytes, std::int64_t count,
                       const Datatype& type) {
-  const auto address =
-      reinterpret_cast<std::uintptr_t>(buffer) + static_cast<std::uintptr_t>(offset_bytes);
-  return {reinterpret_cast<std::byte*>(address), count, &type};
+  return {address_plus(static_cast<std::byte*>(const_cast<void*>(buffer)), offset_bytes), count,
+          &type};
 }
 
 // Copies the packed bytes of `from` into the layout of `to` (the shorter length wins).

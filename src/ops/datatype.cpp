@@ -10,6 +10,7 @@
 #include <limits>
 #include <vector>
 
+#include "util/address_space.hpp"
 #include "util/fail.hpp"
 
 namespace shmcoll {
@@ -220,12 +221,9 @@ const std::shared_ptr<const Node>& make_leaf(Dtype dtype) {
   return leaves[static_cast<std::size_t>(dtype)];
 }
 
-// base + bytes as address arithmetic: displacements are relative to an address that need not be
-// inside any object (MPI_BOTTOM, or an element far from its data), so only the final addresses
-// are real memory; pointer arithmetic on the way would be undefined.
+// Displacements apply to addresses that need not lie inside any object (address_space.hpp).
 inline const char* at(const char* base, std::int64_t bytes) {
-  return reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(base) +
-                                       static_cast<std::uintptr_t>(bytes));
+  return address_plus(base, bytes);
 }
 
 // Calls copy(address, bytes) for each run of data of one element at `base`, in typemap order.

@@ -17,14 +17,14 @@
 //                                             robin by round) that carry payloads of up to
 //                                             kMessageBytes beside their own round number and
 //                                             call signature, so a reader gets flag, signature
-//                                             and data in one transfer (the
-//                                             adjacent-line prefetcher brings the pair's second
-//                                             line with the first); padded to a page.
+//                                             and data in one transfer (the adjacent-line
+//                                             prefetcher brings the pair's second line with the
+//                                             first); padded to a page.
 //     + kPageBytes           two slots         of slot_bytes each, used by round parity.
 //     + 2 slots              heap              heap_bytes (0 or more whole pages) that
 //                                             Team::allocate hands out; collectives let peers
-//                                             read a block there
-//                                             directly instead of copying it through a slot.
+//                                             read a block there directly instead of copying
+//                                             it through a slot.
 //
 // Rounds: every collective is a fixed sequence of rounds, the same on every rank. Rank r publishes
 // round k (control[r].round = k) when its slot k%2 holds its data for round k AND it has finished

@@ -58,7 +58,7 @@ void Rounds::publish_message(std::uint32_t round, const void* data, std::size_t 
   MessageLine& line = segment_.control(rank_).messages[round % kMessageLines];
   if (bytes > 0) std::memcpy(line.data, data, bytes);
   line.signature.store(signature_, std::memory_order_relaxed);
-  line.previous_digest.store(digest(previous_signature_), std::memory_order_relaxed);
+  line.previous_digest.store(previous_digest_, std::memory_order_relaxed);
   line.round.store(round, std::memory_order_release);
   // The round word is what sleepers wait on. A release store, so publishing never stalls on the
   // store buffer (a seq_cst store would cost a cache-line round trip per round). A sleeper

@@ -43,6 +43,7 @@ class Rounds {
   // A collective call starts: its rounds carry `signature` (0: do not check this call).
   void begin_call(std::uint64_t signature) {
     previous_signature_ = signature_;
+    previous_digest_ = digest(signature_);
     signature_ = signature;
     call_first_round_ = round_ + 1;
   }
@@ -131,8 +132,7 @@ class Rounds {
     const std::uint64_t theirs = line.signature.load(std::memory_order_relaxed);
     if (theirs != signature_ && theirs != 0) fail_mismatch(peer, signature_, theirs);
     const std::uint32_t their_previous = line.previous_digest.load(std::memory_order_relaxed);
-    const std::uint32_t my_previous = digest(previous_signature_);
-    if (their_previous != my_previous && their_previous != 0 && my_previous != 0) {
+    if (their_previous != previous_digest_ && their_previous != 0 && previous_digest_ != 0) {
       fail_previous_mismatch(peer);
     }
   }
@@ -157,6 +157,7 @@ class Rounds {
   std::uint32_t round_ = 0;
   std::uint64_t signature_ = 0;
   std::uint64_t previous_signature_ = 0;
+  std::uint32_t previous_digest_ = 0;  // what each round's line carries, worked out once per call
   std::uint32_t call_first_round_ = 1;
   MismatchDescriber describe_ = nullptr;
   WaitPolicy policy_;
