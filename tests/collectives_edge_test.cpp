@@ -85,13 +85,14 @@ void exercise_counts(Team& team, std::size_t count, Shared* shared) {
 
 TEST(CollectiveEdges, CountsAtLineAndRegionBoundaries) {
   // One-page slots: at 3 ranks a personalized region is 2048 bytes (512 i32); a message line
-  // carries 112 bytes (28 i32) at 2 ranks.
+  // carries 104 bytes (26 i32) of a reduction, 96 (24 i32) of an exchange at 2 ranks.
   for (int p : {2, 3}) {
     auto* shared = shmcoll::testing::shared_block<Shared>();
     shmcoll::Options options;
     options.slot_bytes = 4096;
     shmcoll::run(p, options, [&](Team& team) {
-      for (std::size_t count : {13, 14, 27, 28, 29, 511, 512, 513, 1023, 1024, 1025, 3000}) {
+      for (std::size_t count :
+           {11, 12, 13, 23, 24, 25, 26, 27, 511, 512, 513, 1023, 1024, 1025, 3000}) {
         exercise_counts(team, count, shared);
       }
     });

@@ -61,6 +61,22 @@ void check_type(const Datatype& type, const std::vector<Piece>& typemap, const B
     }
   }
   EXPECT_EQ(unpacked, want_unpacked);
+
+  // Every window of the packed stream, of several widths: pack_range gives the same bytes as
+  // pack, and unpacking the windows one after another rebuilds what unpack does.
+  for (std::size_t width : {std::size_t{1}, std::size_t{3}, std::size_t{7}, std::size_t{64}}) {
+    std::vector<unsigned char> windowed(expected.size(), 0);
+    std::vector<unsigned char> rebuilt(source.size(), 0);
+    for (std::size_t offset = 0; offset < expected.size(); offset += width) {
+      const std::size_t want_bytes = std::min(width, expected.size() - offset);
+      EXPECT_EQ(type.pack_range(source.data() + margin, count, offset, width, &windowed[offset]),
+                want_bytes);
+      EXPECT_EQ(type.unpack_range(&expected[offset], count, offset, width, rebuilt.data() + margin),
+                want_bytes);
+    }
+    EXPECT_EQ(windowed, expected) << "windows of " << width << " bytes";
+    EXPECT_EQ(rebuilt, want_unpacked) << "windows of " << width << " bytes";
+  }
 }
 
 TEST(Datatype, PredefinedTypesAreTheirOwnContiguousElements) {

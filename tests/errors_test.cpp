@@ -213,6 +213,31 @@ TEST(Errors, RunRejectsBadTeamSize) {
   }
 }
 
+// Slot and heap sizes whose segment layout would wrap: an error naming the size before anything
+// is created (2^63-byte slots once made 2 * slot = 0 and prefaulting wrote 2^63 bytes).
+TEST(Errors, SegmentSizesBeyondAnAddressSpaceAreRejectedByName) {
+  struct Case {
+    std::size_t slot_bytes, heap_bytes;
+    const char* named;
+  };
+  for (const Case& bad :
+       {Case{std::size_t{1} << 63, 0, "slot_bytes"}, Case{SIZE_MAX, 0, "slot_bytes"},
+        Case{SIZE_MAX - 4095, 0, "slot_bytes"}, Case{4096, SIZE_MAX, "heap_bytes"},
+        Case{std::size_t{1} << 55, std::size_t{1} << 55, "heap_bytes"}}) {
+    shmcoll::Options options;
+    options.slot_bytes = bad.slot_bytes;
+    options.heap_bytes = bad.heap_bytes;
+    try {
+      shmcoll::run(2, options, [](shmcoll::Team&) {});
+      FAIL() << "slot_bytes " << bad.slot_bytes << ", heap_bytes " << bad.heap_bytes
+             << " were accepted";
+    } catch (const shmcoll::Error& error) {
+      EXPECT_EQ(error.code(), Errc::invalid_argument) << error.what();
+      EXPECT_NE(std::string(error.what()).find(bad.named), std::string::npos) << error.what();
+    }
+  }
+}
+
 TEST(Errors, AttachOutsideTheLauncherSaysHowToStart) {
   unsetenv("SHMCOLL_RANK");
   try {

@@ -4,6 +4,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <span>
+#include <stdexcept>
 #include <vector>
 
 #include "shmcoll/shmcoll.hpp"
@@ -106,6 +108,89 @@ TEST(FailingRank, RankZeroErrorIsRethrownAfterChildrenAreReleased) {
   } catch (const shmcoll::Error& error) {
     EXPECT_EQ(error.code(), Errc::invalid_argument);
     EXPECT_NE(std::string(error.what()).find("rank zero gave up"), std::string::npos);
+  }
+}
+
+// An error in the middle of a call (after its first round may have begun) on one rank: that
+// rank gets its error, every peer peer_failed at once, and a caller that catches the error and
+// carries on is refused cleanly instead of hanging or reading a half-written result. The wait
+// timeout only turns a hang into a visible `timeout` here.
+struct MidCallOutcome {
+  int call_code[4];   // what each rank's failing call threw (Errc), 100: another exception
+  int later_code[4];  // what its next collective threw, -1: nothing
+};
+
+void record(int* code, const std::exception& error) {
+  const auto* shmcoll_error = dynamic_cast<const shmcoll::Error*>(&error);
+  *code = shmcoll_error ? static_cast<int>(shmcoll_error->code()) : 100;
+}
+
+// Runs `failing_call` then a barrier on every rank, catching errors, and returns what each saw.
+template <typename FailingCall>
+MidCallOutcome* run_mid_call_failure(int ranks, const shmcoll::Options& options,
+                                     FailingCall failing_call) {
+  shmcoll::testing::ScopedEnv timeout("SHMCOLL_TIMEOUT", "10");
+  auto* outcome = shared_block<MidCallOutcome>();
+  shmcoll::run(ranks, options, [&](shmcoll::Team& team) {
+    const int me = team.rank();
+    outcome->call_code[me] = outcome->later_code[me] = -1;
+    try {
+      failing_call(team);
+    } catch (const std::exception& error) {
+      record(&outcome->call_code[me], error);
+    }
+    try {
+      team.barrier();
+    } catch (const std::exception& error) {
+      record(&outcome->later_code[me], error);
+    }
+  });
+  return outcome;
+}
+
+TEST(MidCallError, AUserOpThatThrowsFailsEveryPeerAtOnce) {
+  const auto peer_failed = static_cast<int>(Errc::peer_failed);
+  // Rank 1's op throws; large enough for the sliced allreduce, where each rank reduces a slice
+  // the others then wait for.
+  const MidCallOutcome* outcome = run_mid_call_failure(3, {}, [](shmcoll::Team& team) {
+    const bool i_throw = team.rank() == 1;
+    const shmcoll::Op op = shmcoll::Op::create(
+        [i_throw](const void* in, void* inout, std::size_t count, shmcoll::Dtype) {
+          if (i_throw) throw std::runtime_error("the user op failed");
+          auto* out = static_cast<double*>(inout);
+          const auto* add = static_cast<const double*>(in);
+          for (std::size_t i = 0; i < count; ++i) out[i] += add[i];
+        },
+        true);
+    std::vector<double> data(1 << 16, 1.0);
+    team.allreduce_in_place(std::span<double>(data), op);
+  });
+  EXPECT_EQ(outcome->call_code[1], 100) << "rank 1 gets its op's own exception";
+  for (int rank : {0, 2}) {
+    EXPECT_EQ(outcome->call_code[rank], peer_failed) << "rank " << rank;
+  }
+  for (int rank = 0; rank < 3; ++rank) {
+    EXPECT_EQ(outcome->later_code[rank], peer_failed) << "rank " << rank << "'s next call";
+  }
+}
+
+TEST(MidCallError, AMismatchFoundOnlyInsideTheExchangeFailsTheSender) {
+  // Rank 1 sends 8 KiB from the very end of its heap; the root expects 16 KiB from it, which it
+  // can only find out when it reads rank 1's heap offset in the call's first round. Before, the
+  // root failed alone and rank 1 waited forever for the root to release its heap.
+  shmcoll::Options options;
+  options.heap_bytes = 64 << 10;
+  const MidCallOutcome* outcome = run_mid_call_failure(2, options, [](shmcoll::Team& team) {
+    const auto heap = team.allocate<std::byte>(64 << 10);
+    const std::int64_t counts[] = {0, 16 << 10}, displs[] = {0, 0};
+    std::vector<std::byte> recv(16 << 10);
+    team.gatherv(heap.data() + (56 << 10), team.rank() == 1 ? 8 << 10 : 0, shmcoll::Dtype::byte,
+                 recv.data(), counts, displs, shmcoll::Dtype::byte, 0);
+  });
+  EXPECT_EQ(outcome->call_code[0], static_cast<int>(Errc::invalid_argument));
+  EXPECT_EQ(outcome->call_code[1], static_cast<int>(Errc::peer_failed));
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(outcome->later_code[rank], static_cast<int>(Errc::peer_failed)) << "rank " << rank;
   }
 }
 

@@ -55,6 +55,55 @@ struct Shared {
   std::atomic<int> failures;
 };
 
+// Sizes near SIZE_MAX: padding plus length once wrapped, so a huge request "fit" and handed out
+// memory that a later allocation got again.
+TEST(Heap, HugeRequestsAreRefusedWithoutCorruptingTheFreeList) {
+  alignas(4096) static std::byte memory[16384];
+  shmcoll::shm::Heap heap(memory, sizeof memory);
+  void* small = heap.allocate(3, 1);
+  for (std::size_t bytes : {SIZE_MAX, SIZE_MAX - 1, SIZE_MAX - 60, SIZE_MAX / 2}) {
+    try {
+      heap.allocate(bytes, 64);
+      FAIL() << bytes << " bytes were accepted";
+    } catch (const shmcoll::Error& error) {
+      EXPECT_EQ(error.code(), shmcoll::Errc::invalid_argument);
+      EXPECT_NE(std::string(error.what()).find(std::to_string(bytes) + " bytes"), std::string::npos)
+          << error.what();
+    }
+  }
+  void* page = heap.allocate(4096, 64);
+  EXPECT_NE(page, small);
+  EXPECT_FALSE(heap.contains(small, 1) && page == small);
+  heap.deallocate(page);
+  heap.deallocate(small);
+  void* all = heap.allocate(sizeof memory, 64);  // the free list is whole again
+  EXPECT_EQ(all, memory);
+}
+
+// Team::allocate<T>(n) with n * sizeof(T) beyond size_t: an error naming the count, not a 1-byte
+// block with a span of n elements.
+TEST(Heap, ElementCountsThatOverflowAreRefusedByName) {
+  auto* failures = shmcoll::testing::shared_block<Shared>();
+  shmcoll::run(1, {}, [&](shmcoll::Team& team) {
+    for (std::size_t count : {std::size_t{1} << 61, SIZE_MAX / 4, SIZE_MAX}) {
+      try {
+        team.allocate<double>(count);
+        failures->failures.fetch_add(1);
+      } catch (const shmcoll::Error& error) {
+        const std::string what = error.what();
+        if (error.code() != shmcoll::Errc::invalid_argument ||
+            what.find("count " + std::to_string(count)) == std::string::npos) {
+          failures->failures.fetch_add(1);
+        }
+      }
+    }
+    const auto fits = team.allocate<double>(100);  // and the heap still works
+    fits[99] = 1.0;
+    team.deallocate(fits);
+  });
+  EXPECT_EQ(failures->failures.load(), 0);
+}
+
 // Scatter, gather, allgather and alltoall(v) of blocks around the direct threshold from heap
 // memory, at 2 and 3 ranks, against values computed from the inputs; and in-place alltoall from
 // heap memory, which must not read directly.

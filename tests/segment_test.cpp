@@ -14,6 +14,7 @@
 
 #include "shm/layout.hpp"
 #include "shmcoll/shmcoll.hpp"
+#include "test_support.hpp"
 
 namespace {
 
@@ -27,24 +28,12 @@ bool name_exists(const std::string& name) {
 TEST(Join, ProcessesNotForkedTogetherFormATeamAndTheNameIsRemoved) {
   const std::string name = shmcoll::Team::unique_segment_name();
   constexpr int kSize = 3;
-  std::vector<pid_t> children;
-  for (int rank = 1; rank < kSize; ++rank) {
-    const pid_t pid = fork();
-    if (pid == 0) {
-      int status = 0;
-      try {
-        shmcoll::Team team = shmcoll::Team::join(name, rank, kSize);
-        std::int64_t value = rank + 1, sum = 0;
-        team.allreduce(&value, &sum, 1, shmcoll::Dtype::i64, shmcoll::Op::sum);
-        status = sum == 6 ? 0 : 2;
-      } catch (const std::exception& error) {
-        std::fprintf(stderr, "child %d: %s\n", rank, error.what());
-        status = 1;
-      }
-      _exit(status);
-    }
-    children.push_back(pid);
-  }
+  const std::vector<pid_t> children = shmcoll::testing::fork_members(kSize, [&](int rank) {
+    shmcoll::Team team = shmcoll::Team::join(name, rank, kSize);
+    std::int64_t value = rank + 1, sum = 0;
+    team.allreduce(&value, &sum, 1, shmcoll::Dtype::i64, shmcoll::Op::sum);
+    return sum == 6 ? 0 : 2;
+  });
   shmcoll::Team team = shmcoll::Team::join(name, 0, kSize);
   EXPECT_FALSE(name_exists(name)) << "the name must be gone once every member has mapped it";
   std::int64_t value = 1, sum = 0;
@@ -126,14 +115,6 @@ TEST(Layout, EachRankOwnsWholePagesAfterTheProfiles) {
               layout.area_offset(rank) + layout.area_bytes);
   }
   EXPECT_EQ(layout.area_offset(4) + layout.area_bytes, layout.total_bytes);
-}
-
-TEST(Rounds, SerialNumberComparisonSurvivesWraparound) {
-  EXPECT_TRUE(shm::round_reached(5, 5));
-  EXPECT_TRUE(shm::round_reached(6, 5));
-  EXPECT_FALSE(shm::round_reached(4, 5));
-  EXPECT_TRUE(shm::round_reached(2, 0xfffffffeu));  // wrapped past the target
-  EXPECT_FALSE(shm::round_reached(0xfffffffeu, 2));
 }
 
 }  // namespace

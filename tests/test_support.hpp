@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -76,6 +77,27 @@ inline std::set<std::string> dev_shm_entries() {
     closedir(dir);
   }
   return names;
+}
+
+// For teams the test process joins itself (Team::join, as rank 0): forks ranks 1 .. size - 1,
+// each running `member(rank)` and exiting with what it returns (1, after printing it, when it
+// throws). Returns their pids.
+inline std::vector<pid_t> fork_members(int size, const std::function<int(int)>& member) {
+  std::vector<pid_t> children;
+  for (int rank = 1; rank < size; ++rank) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      int status = 1;
+      try {
+        status = member(rank);
+      } catch (const std::exception& error) {
+        std::fprintf(stderr, "member %d: %s\n", rank, error.what());
+      }
+      _exit(status);
+    }
+    children.push_back(pid);
+  }
+  return children;
 }
 
 // Sets an environment variable for the scope (children forked inside inherit it).

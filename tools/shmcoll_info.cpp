@@ -22,9 +22,9 @@ using nlohmann::ordered_json;
 using shmcoll::coll::Algorithm;
 using shmcoll::coll::algorithm_name;
 
-// Sizes at which the selection table shows each choice; the inline algorithms end at 112 bytes,
+// Sizes at which the selection table shows each choice; the inline algorithms end at 104 bytes,
 // the small and tree ones at 16 KiB by default.
-constexpr std::size_t kSizes[] = {8, 112, 113, 1024, 16384, 16385, 262144, 4194304};
+constexpr std::size_t kSizes[] = {8, 104, 105, 1024, 16384, 16385, 262144, 4194304};
 
 struct Selection {
   const char* collective;
@@ -39,7 +39,7 @@ std::vector<Selection> selection_table(int ranks) {
   const auto where = shmcoll::detail::planned_locations(
       topology, shmcoll::detail::plan_cores(topology, ranks, options, "shmcoll-info"), ranks);
   const auto shape =
-      shmcoll::coll::TreeShape::of(shmcoll::topo::Tree::build(where, tunables.hierarchy));
+      shmcoll::coll::TreeShape::of(shmcoll::topo::Tree::build(where, tunables.team.hierarchy()));
   std::vector<Selection> table = {{"barrier", {}},
                                   {"bcast", {}},
                                   {"reduce (commutative op)", {}},
@@ -51,13 +51,13 @@ std::vector<Selection> selection_table(int ranks) {
     auto add = [&](std::size_t row, Algorithm algorithm) {
       table[row].algorithms.push_back(algorithm_name(algorithm));
     };
-    add(0, shmcoll::coll::select_barrier(tunables, shape));
-    add(1, shmcoll::coll::select_bcast(tunables, shape, bytes));
-    add(2, shmcoll::coll::select_reduce(tunables, shape, bytes, true));
-    add(3, shmcoll::coll::select_reduce(tunables, shape, bytes, false));
-    add(4, shmcoll::coll::select_allreduce(tunables, shape, bytes, true));
-    add(5, shmcoll::coll::select_allreduce(tunables, shape, bytes, false));
-    add(6, shmcoll::coll::select_scan(tunables, shape, bytes));
+    add(0, shmcoll::coll::select_barrier(tunables.team, shape));
+    add(1, shmcoll::coll::select_bcast(tunables.team, shape, bytes));
+    add(2, shmcoll::coll::select_reduce(tunables.team, shape, bytes, true));
+    add(3, shmcoll::coll::select_reduce(tunables.team, shape, bytes, false));
+    add(4, shmcoll::coll::select_allreduce(tunables.team, shape, bytes, true));
+    add(5, shmcoll::coll::select_allreduce(tunables.team, shape, bytes, false));
+    add(6, shmcoll::coll::select_scan(tunables.team, shape, bytes));
   }
   return table;
 }

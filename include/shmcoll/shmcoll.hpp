@@ -168,7 +168,7 @@ class SHMCOLL_API Team {
   // Not zeroed; valid until deallocate or the team's end; only this rank may deallocate it.
   template <typename T>
   std::span<T> allocate(std::size_t count) {
-    return {static_cast<T*>(allocate_bytes(count * sizeof(T), alignof(T) > 64 ? alignof(T) : 64)),
+    return {static_cast<T*>(allocate_array(count, sizeof(T), alignof(T) > 64 ? alignof(T) : 64)),
             count};
   }
   template <typename T>
@@ -176,6 +176,8 @@ class SHMCOLL_API Team {
     deallocate_bytes(memory.data());
   }
   void* allocate_bytes(std::size_t bytes, std::size_t alignment = 64);
+  // `count` elements of `element_bytes` each (invalid_argument naming count when that overflows).
+  void* allocate_array(std::size_t count, std::size_t element_bytes, std::size_t alignment = 64);
   void deallocate_bytes(void* memory);
 
   template <typename T>
@@ -200,7 +202,8 @@ class SHMCOLL_API Team {
 };
 
 // inout = in op inout, elementwise, in this process (MPI_Reduce_local).
-SHMCOLL_API void reduce_local(const void* in, void* inout, std::int64_t count, Dtype dtype, const Op& op);
+SHMCOLL_API void reduce_local(const void* in, void* inout, std::int64_t count, Dtype dtype,
+                              const Op& op);
 
 // Forks n-1 children and runs fn on every rank (rank 0 in the caller's process); returns when all
 // have finished. A rank that throws, exits non-zero, crashes or is killed makes run() throw

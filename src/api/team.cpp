@@ -29,6 +29,14 @@ void* Team::allocate_bytes(std::size_t bytes, std::size_t alignment) {
   return state_->heap.allocate(bytes, alignment);
 }
 
+void* Team::allocate_array(std::size_t count, std::size_t element_bytes, std::size_t alignment) {
+  const Call call{"allocate", state_};
+  if (element_bytes != 0 && count > SIZE_MAX / element_bytes) {
+    reject(call, "count ", count, " of ", element_bytes, "-byte elements overflows a size");
+  }
+  return state_->heap.allocate(count * element_bytes, alignment);
+}
+
 void Team::deallocate_bytes(void* memory) {
   const Call call{"deallocate", state_};
   state_->heap.deallocate(memory);
@@ -36,7 +44,7 @@ void Team::deallocate_bytes(void* memory) {
 
 void Team::barrier() {
   const Call call{"barrier", state_};
-  begin_call(*state_, {Collective::barrier});
+  begin_call(call, *state_, {Collective::barrier});
   coll::barrier(state_->context);
 }
 
@@ -45,7 +53,7 @@ void Team::bcast(void* buffer, std::int64_t count, Dtype dtype, int root) {
   const std::size_t bytes = checked_bytes(call, count, dtype);
   check_root(call, root);
   check_buffer(call, "buffer", buffer, bytes);
-  begin_call(*state_, {Collective::bcast, root, {}, {}, bytes});
+  begin_call(call, *state_, {Collective::bcast, root, {}, {}, bytes});
   coll::bcast(state_->context, buffer, bytes, root);
 }
 
@@ -67,8 +75,9 @@ void Team::reduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype 
       check_no_overlap(call, sendbuf, recvbuf, bytes);
     }
   }
-  begin_call(*state_, {Collective::reduce, root, op.kind(), static_cast<int>(dtype),
-                       static_cast<std::uint64_t>(count)});
+  begin_call(call, *state_,
+             {Collective::reduce, root, op.kind(), static_cast<int>(dtype),
+              static_cast<std::uint64_t>(count)});
   coll::reduce(state_->context, sendbuf, recvbuf, static_cast<std::size_t>(count), dtype, op, root);
 }
 
@@ -78,11 +87,12 @@ void Team::allreduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dty
   const std::size_t bytes = checked_bytes(call, count, dtype);
   check_op(call, op, dtype);
   sendbuf = input_buffer(call, sendbuf, recvbuf, bytes);
-  begin_call(*state_, {Collective::allreduce,
-                       {},
-                       op.kind(),
-                       static_cast<int>(dtype),
-                       static_cast<std::uint64_t>(count)});
+  begin_call(call, *state_,
+             {Collective::allreduce,
+              {},
+              op.kind(),
+              static_cast<int>(dtype),
+              static_cast<std::uint64_t>(count)});
   coll::allreduce(state_->context, sendbuf, recvbuf, static_cast<std::size_t>(count), dtype, op);
 }
 
@@ -107,7 +117,7 @@ void run_reduce_scatter(const Call& call, const void* sendbuf, void* recvbuf,
   }
   signature.op = op.kind();
   signature.dtype = static_cast<int>(dtype);
-  begin_call(state, signature);
+  begin_call(call, state, signature);
   coll::reduce_scatter(state.context, sendbuf, recvbuf, counts, dtype, op, in_place_send);
 }
 
@@ -116,11 +126,12 @@ void run_scan(const Call& call, const void* sendbuf, void* recvbuf, std::int64_t
   const std::size_t bytes = checked_bytes(call, count, dtype);
   check_op(call, op, dtype);
   sendbuf = input_buffer(call, sendbuf, recvbuf, bytes);
-  begin_call(state, {exclusive ? Collective::exscan : Collective::scan,
-                     {},
-                     op.kind(),
-                     static_cast<int>(dtype),
-                     static_cast<std::uint64_t>(count)});
+  begin_call(call, state,
+             {exclusive ? Collective::exscan : Collective::scan,
+              {},
+              op.kind(),
+              static_cast<int>(dtype),
+              static_cast<std::uint64_t>(count)});
   coll::scan(state.context, sendbuf, recvbuf, static_cast<std::size_t>(count), dtype, op,
              exclusive);
 }

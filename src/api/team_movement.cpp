@@ -76,7 +76,7 @@ void Team::scatter(const void* sendbuf, std::int64_t sendcount, const Datatype& 
   const std::uint64_t block_bytes =
       at_root ? bytes_of(sendcount, sendtype) : bytes_of(recvcount, recvtype);
   if (at_root) check_not_aliased(call, data_span(send, size()), data_span(recv));
-  begin_call(*state_, {Collective::scatter, root, {}, {}, block_bytes});
+  begin_call(call, *state_, {Collective::scatter, root, {}, {}, block_bytes});
   coll::scatter(state_->context, send, recv, root, false);
 }
 
@@ -92,7 +92,7 @@ void Team::scatterv(const void* sendbuf, std::span<const std::int64_t> sendcount
                                                 "displs", displs, sendtype)
                                     : kNoLayout;
   if (at_root) check_not_aliased(call, data_span(send, size()), data_span(recv));
-  begin_call(*state_, {Collective::scatterv, root});
+  begin_call(call, *state_, {Collective::scatterv, root});
   coll::scatter(state_->context, send, recv, root, true);
 }
 
@@ -109,7 +109,7 @@ void Team::gather(const void* sendbuf, std::int64_t sendcount, const Datatype& s
   const std::uint64_t block_bytes =
       at_root ? bytes_of(recvcount, recvtype) : bytes_of(sendcount, sendtype);
   if (at_root) check_not_aliased(call, data_span(send), data_span(recv, size()));
-  begin_call(*state_, {Collective::gather, root, {}, {}, block_bytes});
+  begin_call(call, *state_, {Collective::gather, root, {}, {}, block_bytes});
   coll::gather(state_->context, send, recv, root, false);
 }
 
@@ -128,7 +128,7 @@ void Team::gatherv(const void* sendbuf, std::int64_t sendcount, const Datatype& 
     check_not_aliased(call, data_span(send), data_span(recv, size()));
     check_receive_blocks(call, recv, *state_);
   }
-  begin_call(*state_, {Collective::gatherv, root});
+  begin_call(call, *state_, {Collective::gatherv, root});
   coll::gather(state_->context, send, recv, root, true);
 }
 
@@ -144,7 +144,7 @@ void Team::allgather(const void* sendbuf, std::int64_t sendcount, const Datatype
   const std::uint64_t block_bytes =
       in_place_send ? bytes_of(recvcount, recvtype) : bytes_of(sendcount, sendtype);
   check_not_aliased(call, data_span(send), data_span(recv, size()));  // send is empty in place
-  begin_call(*state_, {Collective::allgather, {}, {}, {}, block_bytes});
+  begin_call(call, *state_, {Collective::allgather, {}, {}, {}, block_bytes});
   coll::allgather(state_->context, send, recv, in_place_send);
 }
 
@@ -160,7 +160,7 @@ void Team::allgatherv(const void* sendbuf, std::int64_t sendcount, const Datatyp
       checked_v(call, "recvbuf", recvbuf, "recvcounts", recvcounts, "displs", displs, recvtype);
   check_not_aliased(call, data_span(send), data_span(recv, size()));
   check_receive_blocks(call, recv, *state_);
-  begin_call(*state_,
+  begin_call(call, *state_,
              {Collective::allgatherv, {}, {}, {}, coll::hash_counts(recvcounts, recvtype.size())});
   coll::allgather(state_->context, send, recv, in_place_send);
 }
@@ -177,7 +177,7 @@ void Team::alltoall(const void* sendbuf, std::int64_t sendcount, const Datatype&
   const std::uint64_t block_bytes =
       in_place_send ? bytes_of(recvcount, recvtype) : bytes_of(sendcount, sendtype);
   if (!in_place_send) check_not_aliased(call, data_span(send, size()), data_span(recv, size()));
-  begin_call(*state_, {Collective::alltoall, {}, {}, {}, block_bytes});
+  begin_call(call, *state_, {Collective::alltoall, {}, {}, {}, block_bytes});
   coll::alltoall(state_->context, send, recv, in_place_send, false);
 }
 
@@ -194,7 +194,7 @@ void Team::alltoallv(const void* sendbuf, std::span<const std::int64_t> sendcoun
                                                       sendcounts, "sdispls", sdispls, sendtype);
   if (!in_place_send) check_not_aliased(call, data_span(send, size()), data_span(recv, size()));
   check_receive_blocks(call, recv, *state_);
-  begin_call(*state_, {Collective::alltoallv});
+  begin_call(call, *state_, {Collective::alltoallv});
   coll::alltoall(state_->context, send, recv, in_place_send, true);
 }
 
@@ -217,7 +217,7 @@ void Team::alltoallw(const void* sendbuf, std::span<const std::int64_t> sendcoun
       in_place_send ? recv : coll::Layout::w(sendbuf, sendcounts, sdispls, sendtypes);
   if (!in_place_send) check_not_aliased(call, data_span(send, size()), data_span(recv, size()));
   check_receive_blocks(call, recv, *state_);
-  begin_call(*state_, {Collective::alltoallw});
+  begin_call(call, *state_, {Collective::alltoallw});
   coll::alltoall(state_->context, send, recv, in_place_send, true);
 }
 

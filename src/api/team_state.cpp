@@ -9,27 +9,62 @@
 
 namespace shmcoll::detail {
 
+namespace {
+
+// Whether this member is the team's first to print warning `kind` (each kind is printed once).
+bool first_warning(const shm::Segment& segment, std::uint32_t kind) {
+  return (segment.header().warned.fetch_or(kind) & kind) == 0;
+}
+
+}  // namespace
+
 shm::Segment place_area(shm::Segment segment, std::uint32_t rank, const RankSetup& setup) {
   const std::string degraded = shm::place_pages(segment.area(rank), segment.layout().area_bytes,
                                                 setup.placement, setup.location.numa_os_index);
-  if (!degraded.empty() && segment.header().warned.exchange(1) == 0) {
+  if (!degraded.empty() && first_warning(segment, shm::kPlacementWarning)) {
     std::fprintf(stderr, "shmcoll: placement %s degraded to none: %s\n",
                  setup.placement.to_string().c_str(), degraded.c_str());
   }
   return segment;
 }
 
+namespace {
+
+// Every rank of a call must take the same path: a member whose environment chose other
+// team-wide tunables than rank 0's (an MPMD launch, a wrapper script setting a variable on some
+// ranks) runs with rank 0's. The first such member says which and both values, once per team.
+void adopt_team_tunables(const shm::Rounds& rounds, coll::Tunables& tunables) {
+  if (rounds.rank() == 0) return;
+  coll::TeamTunables rank0;
+  std::memcpy(&rank0, rounds.team_data(), sizeof rank0);
+  const std::vector<std::string> differing = tunables.team.differences(rank0, "rank 0");
+  tunables.team = rank0;
+  if (differing.empty() || !first_warning(rounds.segment(), shm::kTunablesWarning)) return;
+  std::string list;
+  for (const std::string& entry : differing) list += (list.empty() ? "" : ", ") + entry;
+  std::fprintf(stderr,
+               "shmcoll: rank %u: %s; the team uses rank 0's values (every rank of a call must "
+               "take the same path)\n",
+               rounds.rank(), list.c_str());
+}
+
+}  // namespace
+
 topo::Tree join_and_build_tree(shm::Rounds& rounds, const topo::Location& location,
-                               const coll::Tunables& tunables) {
+                               coll::Tunables& tunables) {
   static_assert(sizeof(topo::Location) <= shm::kProfileBytes);
   static_assert(std::is_trivially_copyable_v<topo::Location>);
+  static_assert(sizeof(coll::TeamTunables) <= shm::kTeamDataBytes);
+  static_assert(std::is_trivially_copyable_v<coll::TeamTunables>);
   rounds.set_mismatch_describer(&coll::describe_mismatch);
-  rounds.join_team(std::as_bytes(std::span(&location, 1)));
+  rounds.join_team(std::as_bytes(std::span(&location, 1)),
+                   std::as_bytes(std::span(&tunables.team, 1)));
+  adopt_team_tunables(rounds, tunables);
   std::vector<topo::Location> where(rounds.size());
   for (std::uint32_t rank = 0; rank < rounds.size(); ++rank) {
     std::memcpy(&where[rank], rounds.profile_data(rank), sizeof(topo::Location));
   }
-  return topo::Tree::build(where, tunables.hierarchy);
+  return topo::Tree::build(where, tunables.team.hierarchy());
 }
 
 }  // namespace shmcoll::detail

@@ -23,9 +23,11 @@ inline shm::WaitPolicy wait_policy(const coll::Tunables& tunables) {
 // Places my area of the segment (before anything touches it); the first rank whose placement
 // degrades prints the one warning.
 shm::Segment place_area(shm::Segment segment, std::uint32_t rank, const RankSetup& setup);
-// Joins the team (publishing my location) and builds the tree from every member's location.
+// Joins the team (publishing my location, and on rank 0 the team-wide tunables), takes rank 0's
+// team-wide tunables into `tunables` (saying once on stderr which of this rank's own differed),
+// and builds the tree from every member's location.
 topo::Tree join_and_build_tree(shm::Rounds& rounds, const topo::Location& location,
-                               const coll::Tunables& tunables);
+                               coll::Tunables& tunables);
 
 struct TeamState {
   // Joins the team: blocks until every member has joined.
@@ -34,7 +36,7 @@ struct TeamState {
       : tunables(tunables_in),
         rounds(place_area(std::move(segment), rank, setup), rank, wait_policy(tunables_in)),
         tree(join_and_build_tree(rounds, setup.location, tunables)),
-        context(rounds, tunables, tree),
+        context(rounds, tunables.team, tree),
         equal_counts(rounds.size()),
         block_spans(rounds.size()),
         heap(rounds.segment().heap(rank), rounds.segment().layout().heap_bytes) {}

@@ -15,7 +15,7 @@
 namespace shmcoll::coll {
 
 struct Context {
-  Context(shm::Rounds& rounds_in, const Tunables& tunables_in, const topo::Tree& tree_in)
+  Context(shm::Rounds& rounds_in, const TeamTunables& tunables_in, const topo::Tree& tree_in)
       : rounds(rounds_in),
         tunables(tunables_in),
         tree(tree_in),
@@ -24,7 +24,7 @@ struct Context {
         offsets(rounds_in.size()),
         direct_from(rounds_in.size()) {}
   shm::Rounds& rounds;
-  const Tunables& tunables;
+  const TeamTunables& tunables;
   const topo::Tree& tree;
   TreeShape tree_shape;
   // One entry per rank, sized once so collectives never allocate.

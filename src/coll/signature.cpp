@@ -20,12 +20,13 @@ namespace coll {
 
 namespace {
 
-// Bit fields, high to low; a field holds its value + 1, so 0 means "absent".
+// Bit fields of the call word, high to low; a field holds its value + 1, so 0 means "absent".
 constexpr int kKindShift = 59;   // 5 bits
-constexpr int kRootShift = 43;   // 16 bits (roots beyond 65534 compare modulo 65535)
-constexpr int kOpShift = 38;     // 5 bits
-constexpr int kDtypeShift = 32;  // 6 bits
-constexpr std::uint64_t kCountPresent = 1ull << 31;
+constexpr int kOpShift = 54;     // 5 bits
+constexpr int kDtypeShift = 48;  // 6 bits
+constexpr int kRootShift = 0;    // 32 bits: every int root + 1
+// The count word: a presence bit above the count itself.
+constexpr std::uint64_t kCountPresent = 1ull << 63;
 constexpr std::uint64_t kCountMask = kCountPresent - 1;
 
 std::uint64_t field(std::optional<int> value, int shift, std::uint64_t modulus) {
@@ -74,21 +75,21 @@ std::string describe(const CallSignature& call) {
 
 }  // namespace
 
-std::uint64_t CallSignature::encode() const {
+shm::Signature CallSignature::encode() const {
   std::uint64_t bits = (static_cast<std::uint64_t>(kind) + 1) << kKindShift;  // never 0
-  bits |= field(root, kRootShift, 0xffff);
+  bits |= field(root, kRootShift, 0xffffffff);
   bits |= field(op, kOpShift, 0x1f);
   bits |= field(dtype, kDtypeShift, 0x3f);
-  if (count) bits |= kCountPresent | (*count & kCountMask);
-  return bits;
+  return {bits, count ? kCountPresent | (*count & kCountMask) : 0};
 }
 
-CallSignature CallSignature::decode(std::uint64_t bits) {
+CallSignature CallSignature::decode(const shm::Signature& signature) {
+  const std::uint64_t bits = signature.call;
   CallSignature call{static_cast<Collective>((bits >> kKindShift) - 1)};
-  call.root = unfield(bits, kRootShift, 0xffff);
+  call.root = unfield(bits, kRootShift, 0xffffffff);
   call.op = unfield(bits, kOpShift, 0x1f);
   call.dtype = unfield(bits, kDtypeShift, 0x3f);
-  if (bits & kCountPresent) call.count = bits & kCountMask;
+  if (signature.count & kCountPresent) call.count = signature.count & kCountMask;
   return call;
 }
 
@@ -98,13 +99,13 @@ std::uint64_t hash_counts(std::span<const std::int64_t> counts, std::size_t unit
     hash ^= static_cast<std::uint64_t>(count) * unit_bytes;
     hash *= 0x100000001b3ull;
   }
-  return hash ^ (hash >> 31);  // fold the high bits into the 31 that are compared
+  return (hash ^ (hash >> 63)) & kCountMask;  // the count word holds 63 bits
 }
 
-std::string describe_mismatch(std::uint32_t rank_a, std::uint64_t signature_a, std::uint32_t rank_b,
-                              std::uint64_t signature_b) {
-  if (signature_a == 0 || signature_b == 0) {  // one of them is no longer on record
-    const bool a_known = signature_a != 0;
+std::string describe_mismatch(std::uint32_t rank_a, const shm::Signature& signature_a,
+                              std::uint32_t rank_b, const shm::Signature& signature_b) {
+  if (!signature_a.checked() || !signature_b.checked()) {  // one of them is no longer on record
+    const bool a_known = signature_a.checked();
     return "rank " + std::to_string(a_known ? rank_a : rank_b) + " called " +
            describe(CallSignature::decode(a_known ? signature_a : signature_b)) + " but rank " +
            std::to_string(a_known ? rank_b : rank_a) + " made a different call";

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -47,14 +48,14 @@ constexpr TunableInfo kTunables[] = {
     {"SHMCOLL_PLACEMENT", "local", "where rank memory lives: local, interleave, node:<n>, none"},
     {"SHMCOLL_BARRIER_ALGORITHM", "auto", "force barrier_flat or barrier_tree"},
     {"SHMCOLL_ALLREDUCE_ALGORITHM", "auto",
-     "force allreduce_inline (<= 112 bytes), allreduce_tree, allreduce_all_read or "
+     "force allreduce_inline (<= 104 bytes), allreduce_tree, allreduce_all_read or "
      "allreduce_slices"},
     {"SHMCOLL_BCAST_ALGORITHM", "auto",
-     "force bcast_inline (<= 112 bytes), bcast_tree or bcast_pipelined"},
+     "force bcast_inline (<= 104 bytes), bcast_tree or bcast_pipelined"},
     {"SHMCOLL_REDUCE_ALGORITHM", "auto",
-     "force reduce_inline (<= 112 bytes), reduce_tree, reduce_root_reads or reduce_slices"},
+     "force reduce_inline (<= 104 bytes), reduce_tree, reduce_root_reads or reduce_slices"},
     {"SHMCOLL_SCAN_ALGORITHM", "auto",
-     "force scan_inline (<= 112 bytes), scan_tree or scan_chunks (scan and exscan)"},
+     "force scan_inline (<= 104 bytes), scan_tree or scan_chunks (scan and exscan)"},
 };
 
 long long env_number(const char* name, long long fallback) {
@@ -169,31 +170,72 @@ Tunables Tunables::from_env(std::uint32_t team_size) {
   Tunables t;
   t.slot_bytes = static_cast<std::size_t>(env_number("SHMCOLL_SLOT_BYTES", 256 << 10));
   t.heap_bytes = static_cast<std::size_t>(env_number("SHMCOLL_HEAP_BYTES", 64 << 20));
-  t.direct_min = static_cast<std::size_t>(env_number("SHMCOLL_DIRECT_MIN", 8 << 10));
-  t.tree_max = static_cast<std::size_t>(env_number("SHMCOLL_TREE_MAX", 16 << 10));
-  t.allreduce_small_max =
-      static_cast<std::size_t>(env_number("SHMCOLL_ALLREDUCE_SMALL_MAX", 16 << 10));
-  t.reduce_small_max = static_cast<std::size_t>(env_number("SHMCOLL_REDUCE_SMALL_MAX", 16 << 10));
-  t.slices_min_ranks = static_cast<std::uint32_t>(env_number("SHMCOLL_SLICES_MIN_RANKS", 3));
   t.spin_ns = static_cast<long>(env_number("SHMCOLL_SPIN_NS", oversubscribed ? 2'000 : 50'000));
   t.timeout_ms = env_milliseconds("SHMCOLL_TIMEOUT");
-  t.check_calls = env_flag("SHMCOLL_CHECK_CALLS", true);
-  t.hierarchy = topo::hierarchy_from_env();
-  t.forced_barrier = env_algorithm("SHMCOLL_BARRIER_ALGORITHM",
-                                   {Algorithm::barrier_flat, Algorithm::barrier_tree});
-  t.forced_allreduce = env_algorithm("SHMCOLL_ALLREDUCE_ALGORITHM",
-                                     {Algorithm::allreduce_inline, Algorithm::allreduce_tree,
+  TeamTunables& team = t.team;
+  team.direct_min = static_cast<std::uint64_t>(env_number("SHMCOLL_DIRECT_MIN", 8 << 10));
+  team.tree_max = static_cast<std::uint64_t>(env_number("SHMCOLL_TREE_MAX", 16 << 10));
+  team.allreduce_small_max =
+      static_cast<std::uint64_t>(env_number("SHMCOLL_ALLREDUCE_SMALL_MAX", 16 << 10));
+  team.reduce_small_max =
+      static_cast<std::uint64_t>(env_number("SHMCOLL_REDUCE_SMALL_MAX", 16 << 10));
+  team.slices_min_ranks = static_cast<std::uint32_t>(env_number("SHMCOLL_SLICES_MIN_RANKS", 3));
+  team.check_calls = env_flag("SHMCOLL_CHECK_CALLS", true);
+  team.forced_barrier = env_algorithm("SHMCOLL_BARRIER_ALGORITHM",
+                                      {Algorithm::barrier_flat, Algorithm::barrier_tree});
+  team.forced_allreduce = env_algorithm(
+      "SHMCOLL_ALLREDUCE_ALGORITHM", {Algorithm::allreduce_inline, Algorithm::allreduce_tree,
                                       Algorithm::allreduce_all_read, Algorithm::allreduce_slices});
-  t.forced_bcast =
+  team.forced_bcast =
       env_algorithm("SHMCOLL_BCAST_ALGORITHM",
                     {Algorithm::bcast_inline, Algorithm::bcast_tree, Algorithm::bcast_pipelined});
-  t.forced_reduce = env_algorithm("SHMCOLL_REDUCE_ALGORITHM",
-                                  {Algorithm::reduce_inline, Algorithm::reduce_tree,
-                                   Algorithm::reduce_root_reads, Algorithm::reduce_slices});
-  t.forced_scan =
+  team.forced_reduce = env_algorithm("SHMCOLL_REDUCE_ALGORITHM",
+                                     {Algorithm::reduce_inline, Algorithm::reduce_tree,
+                                      Algorithm::reduce_root_reads, Algorithm::reduce_slices});
+  team.forced_scan =
       env_algorithm("SHMCOLL_SCAN_ALGORITHM",
                     {Algorithm::scan_inline, Algorithm::scan_tree, Algorithm::scan_chunks});
+  const std::vector<topo::HierarchyLevel> levels = topo::hierarchy_from_env();
+  team.hierarchy_levels = static_cast<std::uint32_t>(levels.size());  // parse allows no repeats
+  team.hierarchy_entries = {};
+  std::copy(levels.begin(), levels.end(), team.hierarchy_entries.begin());
   return t;
+}
+
+namespace {
+
+std::string forced_name(std::int32_t forced) {
+  return forced < 0 ? "auto" : algorithm_name(static_cast<Algorithm>(forced));
+}
+
+}  // namespace
+
+std::vector<std::string> TeamTunables::differences(const TeamTunables& theirs,
+                                                   const std::string& their_name) const {
+  std::vector<std::string> found;
+  auto compare = [&](const char* env, const std::string& mine, const std::string& other) {
+    if (mine != other)
+      found.push_back(std::string(env) + "=" + mine + " (" + their_name + ": " + other + ")");
+  };
+  auto number = [](std::uint64_t value) { return std::to_string(value); };
+  compare("SHMCOLL_DIRECT_MIN", number(direct_min), number(theirs.direct_min));
+  compare("SHMCOLL_TREE_MAX", number(tree_max), number(theirs.tree_max));
+  compare("SHMCOLL_ALLREDUCE_SMALL_MAX", number(allreduce_small_max),
+          number(theirs.allreduce_small_max));
+  compare("SHMCOLL_REDUCE_SMALL_MAX", number(reduce_small_max), number(theirs.reduce_small_max));
+  compare("SHMCOLL_SLICES_MIN_RANKS", number(slices_min_ranks), number(theirs.slices_min_ranks));
+  compare("SHMCOLL_CHECK_CALLS", number(check_calls), number(theirs.check_calls));
+  compare("SHMCOLL_BARRIER_ALGORITHM", forced_name(forced_barrier),
+          forced_name(theirs.forced_barrier));
+  compare("SHMCOLL_ALLREDUCE_ALGORITHM", forced_name(forced_allreduce),
+          forced_name(theirs.forced_allreduce));
+  compare("SHMCOLL_BCAST_ALGORITHM", forced_name(forced_bcast), forced_name(theirs.forced_bcast));
+  compare("SHMCOLL_REDUCE_ALGORITHM", forced_name(forced_reduce),
+          forced_name(theirs.forced_reduce));
+  compare("SHMCOLL_SCAN_ALGORITHM", forced_name(forced_scan), forced_name(theirs.forced_scan));
+  compare("SHMCOLL_HIERARCHY", topo::hierarchy_to_string(hierarchy()),
+          topo::hierarchy_to_string(theirs.hierarchy()));
+  return found;
 }
 
 namespace {
@@ -207,7 +249,7 @@ struct Candidates {
 // A forced algorithm applies where it can: an inline one only when the payload fits a message
 // line, a tree one only when `tree_exact` (the tree keeps the result exact).
 Algorithm choose(int forced, const Candidates& candidates, std::size_t bytes, bool tree_exact,
-                 const TreeShape& tree, const Tunables& tunables) {
+                 const TreeShape& tree, const TeamTunables& tunables) {
   const bool fits_message = bytes <= shm::kMessageBytes;
   auto usable = [&](Algorithm algorithm) {
     if (algorithm == candidates.inline_algorithm) return fits_message;
@@ -229,18 +271,18 @@ TreeShape TreeShape::of(const topo::Tree& tree) {
           model.tree_handoffs(tree) < model.flat_handoffs(tree)};
 }
 
-Algorithm select_barrier(const Tunables& tunables, const TreeShape& tree) {
+Algorithm select_barrier(const TeamTunables& tunables, const TreeShape& tree) {
   if (tunables.forced_barrier >= 0) return static_cast<Algorithm>(tunables.forced_barrier);
   return tree.pays ? Algorithm::barrier_tree : Algorithm::barrier_flat;
 }
 
-Algorithm select_bcast(const Tunables& tunables, const TreeShape& tree, std::size_t bytes) {
+Algorithm select_bcast(const TeamTunables& tunables, const TreeShape& tree, std::size_t bytes) {
   return choose(tunables.forced_bcast,
                 {Algorithm::bcast_inline, Algorithm::bcast_tree, Algorithm::bcast_pipelined}, bytes,
                 true, tree, tunables);
 }
 
-Algorithm select_reduce(const Tunables& tunables, const TreeShape& tree, std::size_t bytes,
+Algorithm select_reduce(const TeamTunables& tunables, const TreeShape& tree, std::size_t bytes,
                         bool commutative) {
   const bool slices = bytes > tunables.reduce_small_max && tree.ranks >= tunables.slices_min_ranks;
   return choose(tunables.forced_reduce,
@@ -249,7 +291,7 @@ Algorithm select_reduce(const Tunables& tunables, const TreeShape& tree, std::si
                 bytes, commutative || tree.rank_ordered, tree, tunables);
 }
 
-Algorithm select_allreduce(const Tunables& tunables, const TreeShape& tree, std::size_t bytes,
+Algorithm select_allreduce(const TeamTunables& tunables, const TreeShape& tree, std::size_t bytes,
                            bool commutative) {
   const bool slices =
       bytes > tunables.allreduce_small_max && tree.ranks >= tunables.slices_min_ranks;
@@ -259,7 +301,7 @@ Algorithm select_allreduce(const Tunables& tunables, const TreeShape& tree, std:
                 bytes, commutative || tree.rank_ordered, tree, tunables);
 }
 
-Algorithm select_scan(const Tunables& tunables, const TreeShape& tree, std::size_t bytes) {
+Algorithm select_scan(const TeamTunables& tunables, const TreeShape& tree, std::size_t bytes) {
   return choose(tunables.forced_scan,
                 {Algorithm::scan_inline, Algorithm::scan_tree, Algorithm::scan_chunks}, bytes,
                 tree.rank_ordered, tree, tunables);

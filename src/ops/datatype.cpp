@@ -25,6 +25,9 @@ struct Datatype::Node {
   // Strided: runs[0] repeated at i * stride for i < stride_count. Listed: each run once. A leaf
   // has no runs (it is compact, so packing never looks at them).
   std::vector<Run> runs;
+  // Listed: where each run's data starts in one element's packed bytes, so a window into a long
+  // element finds its first run by binary search.
+  std::vector<std::size_t> run_starts;
   bool strided = false;
   std::int64_t stride_count = 0;
   std::int64_t stride = 0;
@@ -190,6 +193,7 @@ std::shared_ptr<const Node> make_listed(const char* call,
         displacements[i],
         checked_mul(std::max<std::int64_t>(blocklengths[i] - 1, 0), child->extent(), "blocklength"),
         "displacement");
+    builder.node.run_starts.push_back(builder.node.size);
     builder.add(displacements[i], last, blocklengths[i], *child, child->extent() >= 0);
     builder.node.runs.push_back({displacements[i], blocklengths[i], child});
   }
@@ -254,8 +258,64 @@ void for_each_element_run(const char* call, const Node& node, const void* buffer
   for (std::int64_t i = 0; i < count; ++i) for_each_run(node, at(base, i * node.extent()), copy);
 }
 
-// As for_each_element_run, but only for the packed bytes [offset, offset + bytes): whole
-// elements before the window are skipped, runs are clipped to it. Returns the bytes visited.
+// The packed bytes [start, start + bytes) of something, clipped to the window [lo, hi): calls
+// copy(data + skipped, clipped bytes) when anything is left.
+template <typename Copy>
+void copy_clipped(const char* data, std::size_t start, std::size_t bytes, std::size_t lo,
+                  std::size_t hi, Copy& copy) {
+  const std::size_t from = std::max(start, lo), to = std::min(start + bytes, hi);
+  if (from < to) copy(data + (from - start), to - from);
+}
+
+// As for_each_run, for the part of one element (whose packed bytes start at `start`) that falls
+// in the window [lo, hi): runs and child elements wholly before the window are skipped by their
+// sizes, and the walk stops at its end, so a window costs its own bytes plus the type's depth
+// wherever it lies in an element, however long the element is.
+template <typename Copy>
+void for_each_run_clipped(const Node& node, const char* base, std::size_t start, std::size_t lo,
+                          std::size_t hi, Copy& copy) {
+  if (node.compact) return copy_clipped(at(base, node.true_lb), start, node.size, lo, hi, copy);
+  const auto visit_run = [&](const Node::Run& run, std::int64_t displacement,
+                             std::size_t run_start) {
+    const Node& child = *run.child;
+    const char* first = at(base, displacement);
+    if (child.contiguous()) {
+      const std::size_t bytes = child.size * std::size_t(run.blocklength);
+      return copy_clipped(at(first, child.lb), run_start, bytes, lo, hi, copy);
+    }
+    if (child.size == 0) return;
+    const std::int64_t skipped = lo > run_start ? std::int64_t((lo - run_start) / child.size) : 0;
+    for (std::int64_t j = skipped; j < run.blocklength; ++j) {
+      const std::size_t child_start = run_start + std::size_t(j) * child.size;
+      if (child_start >= hi) return;
+      for_each_run_clipped(child, at(first, j * child.extent()), child_start, lo, hi, copy);
+    }
+  };
+  if (node.strided) {
+    const Node::Run& run = node.runs[0];
+    const std::size_t run_bytes = run.child->size * std::size_t(run.blocklength);
+    if (run_bytes == 0) return;
+    const std::int64_t skipped = lo > start ? std::int64_t((lo - start) / run_bytes) : 0;
+    for (std::int64_t i = skipped; i < node.stride_count; ++i) {
+      const std::size_t run_start = start + std::size_t(i) * run_bytes;
+      if (run_start >= hi) return;
+      visit_run(run, i * node.stride, run_start);
+    }
+    return;
+  }
+  // The last run starting at or before the window (runs before it end before the window).
+  const std::size_t relative = lo > start ? lo - start : 0;
+  auto k = std::size_t(std::upper_bound(node.run_starts.begin(), node.run_starts.end(), relative) -
+                       node.run_starts.begin());
+  for (k = k > 0 ? k - 1 : 0; k < node.runs.size(); ++k) {
+    const std::size_t run_start = start + node.run_starts[k];
+    if (run_start >= hi) return;
+    visit_run(node.runs[k], node.runs[k].displacement, run_start);
+  }
+}
+
+// As for_each_element_run, but only for the packed bytes [offset, offset + bytes). Returns the
+// bytes visited.
 template <typename Copy>
 std::size_t for_each_run_in_window(const char* call, const Node& node, const void* buffer,
                                    std::int64_t count, std::size_t offset, std::size_t bytes,
@@ -269,15 +329,9 @@ std::size_t for_each_run_in_window(const char* call, const Node& node, const voi
     copy(at(base, node.lb + std::int64_t(offset)), end - offset);
     return end - offset;
   }
-  std::size_t position = offset / node.size * node.size;
-  auto clipped = [&](const char* from, std::size_t run_bytes) {
-    const std::size_t lo = std::max(position, offset);
-    const std::size_t hi = std::min(position + run_bytes, end);
-    if (lo < hi) copy(from + (lo - position), hi - lo);
-    position += run_bytes;
-  };
-  for (auto i = std::int64_t(offset / node.size); position < end; ++i) {
-    for_each_run(node, at(base, i * node.extent()), clipped);
+  for (auto i = std::int64_t(offset / node.size); std::size_t(i) * node.size < end; ++i) {
+    for_each_run_clipped(node, at(base, i * node.extent()), std::size_t(i) * node.size, offset, end,
+                         copy);
   }
   return end - offset;
 }

@@ -24,7 +24,7 @@ void* Heap::allocate(std::size_t bytes, std::size_t alignment) {
     const auto address = reinterpret_cast<std::uintptr_t>(base_ + offset);
     const std::size_t pad = (alignment - address % alignment) % alignment;
     largest = std::max(largest, size);
-    if (size < pad + length) continue;
+    if (size < pad || size - pad < length) continue;  // (pad + length may not be representable)
     free_.erase(it);
     if (pad > 0) free_[offset] = pad;
     if (size > pad + length) free_[offset + pad + length] = size - pad - length;

@@ -4,8 +4,9 @@
 //                                             size, slot bytes, total bytes) written once by the
 //                                             creator before `initialized`; then, each on its own
 //                                             128-byte line pair: the abort word, the sleeper
-//                                             count, the attach count, the warning flag and
-//                                             the first call mismatch seen.
+//                                             count, the attach count, the warning flag,
+//                                             the first call mismatch seen and what rank 0
+//                                             publishes for the team (shared tunables).
 //   profiles_offset        RankProfile[n]    per rank one line pair written when it joins: its pid
 //                                             and what the layers above publish (where it runs),
 //                                             then `joined`. Members wait for each other here, so
@@ -13,13 +14,15 @@
 //   area_offset(r)         rank r's area     page-aligned, written only by rank r, so its pages
 //                                             can be placed on r's NUMA node before first touch:
 //     + 0                    RankControl       a 128-byte line pair with its round number (a futex
-//                                             word), then kMessageLines message line pairs (round
-//                                             robin by round) that carry payloads of up to
-//                                             kMessageBytes beside their own round number and
-//                                             call signature, so a reader gets flag, signature
-//                                             and data in one transfer (the adjacent-line
-//                                             prefetcher brings the pair's second line with the
-//                                             first); padded to a page.
+//                                             word) and its `released` round, then
+//                                             kMessageLines message line pairs (round robin by
+//                                             round) that carry payloads of up to kMessageBytes
+//                                             beside their own round number and call signature,
+//                                             so a reader gets flag, signature and data in one
+//                                             transfer (the flag's 64-byte line holds the first
+//                                             48 payload bytes; the adjacent-line prefetcher
+//                                             brings the pair's second line with the first);
+//                                             padded to a page.
 //     + kPageBytes           two slots         of slot_bytes each, used by round parity.
 //     + 2 slots              heap              heap_bytes (0 or more whole pages) that
 //                                             Team::allocate hands out; collectives let peers
@@ -30,13 +33,18 @@
 // round k (control[r].round = k) when its slot k%2 holds its data for round k AND it has finished
 // reading every slot of rounds < k. So a rank about to write its slot for round k waits until every
 // rank has published k-1: nobody can still be reading round k-2 from that slot. Round numbers only
-// grow and are compared in serial-number order, so they may wrap. Message lines follow the same
-// rule over kMessageLines rounds: writing the line of round k waits until every rank has
-// published k - kMessageLines + 1. Every round, with a message or not, writes its line's round
-// and signature, so whoever waits for a peer's round can check that both are in the same call.
+// grow. In the segment they are 32-bit futex words; each rank counts its own rounds in 64 bits and
+// reads a peer's word relative to its own count, which is exact because no rank can publish more
+// than kMessageLines rounds ahead of another (below). Values that may be read long after they
+// were written (`released`, which only data-movement calls write) are stored in 64 bits.
+// Message lines follow the same rule over kMessageLines rounds: writing the line of round k waits
+// until every rank has published k - kMessageLines + 1. Every round, with a message or not,
+// writes its line's round and signature, so whoever waits for a peer's round can check that
+// both are in the same call.
 #pragma once
 
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
@@ -46,7 +54,7 @@ inline constexpr std::size_t kLinePair = 128;  // adjacent-line prefetch makes 6
 inline constexpr std::size_t kPageBytes = 4096;
 inline constexpr std::size_t kLineBytes = 64;
 inline constexpr std::uint64_t kMagic = 0x4c4f43434d4853ull;  // "SHMCCOL"
-inline constexpr std::uint32_t kLayoutVersion = 5;
+inline constexpr std::uint32_t kLayoutVersion = 6;
 
 // What a member checks before trusting a segment; written once by the creator.
 struct SegmentIdentity {
@@ -58,15 +66,29 @@ struct SegmentIdentity {
   std::uint64_t total_bytes;
 };
 
+// A collective call's signature as the rounds carry it: what every rank's call must agree on,
+// encoded by the layer above (coll/signature.hpp): the kind of call and its arguments in `call`,
+// the count that must be equal in full in `count`. call == 0: the call is not checked.
+struct Signature {
+  std::uint64_t call = 0;
+  std::uint64_t count = 0;
+  bool checked() const { return call != 0; }
+  friend bool operator==(const Signature&, const Signature&) = default;
+};
+
 // Written once, by the first member that sees a peer's call signature differ from its own.
 struct MismatchRecord {
   enum : std::uint32_t { none = 0, writing = 1, written = 2 };
   std::atomic<std::uint32_t> state;
   std::uint32_t reporter;
   std::uint32_t peer;
-  std::uint64_t reporter_signature;
-  std::uint64_t peer_signature;
+  Signature reporter_signature;
+  Signature peer_signature;
 };
+
+inline constexpr std::size_t kTeamDataBytes = 256;
+inline constexpr std::uint32_t kPlacementWarning = 1;  // SegmentHeader::warned bits
+inline constexpr std::uint32_t kTunablesWarning = 2;
 
 struct SegmentHeader {
   SegmentIdentity identity;
@@ -77,14 +99,18 @@ struct SegmentHeader {
   alignas(kLinePair) std::atomic<std::uint32_t> sleepers;
   // Members that have mapped the segment (join mode unlinks the name when it reaches team_size).
   alignas(kLinePair) std::atomic<std::uint32_t> attached;
-  // Set by the first member that prints a team-wide warning, so it is printed once.
+  // One bit per kind of team-wide warning, set by the first member that prints it, so each is
+  // printed once.
   alignas(kLinePair) std::atomic<std::uint32_t> warned;
   // The first call mismatch a member saw (Rounds reads it back to tell every member what it was).
   alignas(kLinePair) MismatchRecord mismatch;
+  // What rank 0 publishes for the whole team before it joins (meaning given by the layers above:
+  // the tunables every member must share).
+  alignas(kLinePair) std::byte team_data[kTeamDataBytes];
 };
 static_assert(sizeof(SegmentHeader) <= kPageBytes);
 
-inline constexpr std::size_t kMessageBytes = 112;
+inline constexpr std::size_t kMessageBytes = 104;
 // Message lines per rank, used round robin: a rank may post small payloads this many rounds
 // minus one ahead of the slowest reader, so rooted small collectives in a row (bcast, scatter,
 // gather, scan) pipeline instead of waiting for a round trip each.
@@ -92,19 +118,22 @@ inline constexpr std::uint32_t kMessageLines = 8;
 
 // Every round a rank publishes has a record here, message or not: its round number, the
 // signature of the collective call it belongs to and a digest of the signature of the call
-// before (0: not checked), which readers compare with their own.
+// before (0: not checked), which readers compare with their own. The count half of the signature
+// sits after the data, so the flag's line carries 48 bytes of it.
 struct alignas(kLinePair) MessageLine {
   std::atomic<std::uint32_t> round;  // set (release) after the rest
   std::atomic<std::uint32_t> previous_digest;
-  std::atomic<std::uint64_t> signature;
+  std::atomic<std::uint64_t> signature_call;
   alignas(8) std::byte data[kMessageBytes];  // 8-aligned for every element type up to 64 bits
+  std::atomic<std::uint64_t> signature_count;
 };
 static_assert(sizeof(MessageLine) == kLinePair);
 
 struct alignas(kLinePair) RankControl {
   std::atomic<std::uint32_t> round;
-  // Futex word: the last round whose direct reads (from other ranks' heaps) this rank finished.
-  alignas(64) std::atomic<std::uint32_t> released;
+  // The last round (in 64 bits: it may be compared many calls later) whose direct reads from
+  // other ranks' heaps this rank finished. Sleepers wait on its low half (futex_word_of).
+  alignas(64) std::atomic<std::uint64_t> released;
   MessageLine messages[kMessageLines];
 };
 static_assert(sizeof(RankControl) == (1 + kMessageLines) * kLinePair);
@@ -119,8 +148,11 @@ struct alignas(kLinePair) RankProfile {
 };
 static_assert(sizeof(RankProfile) == kLinePair);
 
-inline bool round_reached(std::uint32_t value, std::uint32_t target) {
-  return static_cast<std::int32_t>(value - target) >= 0;
+static_assert(std::endian::native == std::endian::little, "futex_word_of takes the low half first");
+// The low half of a 64-bit word, which changes whenever the word does (by less than 2^32): a
+// futex sleeps on it.
+inline const std::atomic<std::uint32_t>& futex_word_of(const std::atomic<std::uint64_t>& word) {
+  return *reinterpret_cast<const std::atomic<std::uint32_t>*>(&word);
 }
 
 struct SegmentLayout {

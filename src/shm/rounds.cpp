@@ -21,32 +21,64 @@ long long now_ns() {
 
 }  // namespace
 
+namespace {
+
+std::int64_t first_round = 0;  // start_rounds_at_for_testing
+
+}  // namespace
+
+void Rounds::start_rounds_at_for_testing(std::int64_t round) {
+  first_round = round;
+}
+
 Rounds::Rounds(Segment segment, std::uint32_t rank, WaitPolicy policy)
     : segment_(std::move(segment)),
       rank_(rank),
       size_(segment_.layout().team_size),
+      round_(first_round),
+      published_(first_round),
+      call_first_round_(first_round + 1),
       policy_(policy),
-      known_(size_, 0) {}
+      known_(size_, first_round) {}
 
-void Rounds::join_team(std::span<const std::byte> profile_data) {
-  if (profile_data.size() > kProfileBytes) {
+void Rounds::join_team(std::span<const std::byte> profile_data,
+                       std::span<const std::byte> team_data) {
+  if (profile_data.size() > kProfileBytes || team_data.size() > kTeamDataBytes) {
     fail(Errc::invalid_argument, "rank ", rank_, ": a profile of ", profile_data.size(),
-         " bytes does not fit (", kProfileBytes, " bytes)");
+         " bytes or team data of ", team_data.size(), " bytes does not fit (", kProfileBytes,
+         " and ", kTeamDataBytes, " bytes)");
   }
+  // Published before `joined`, whose release store makes it visible to everyone who waits.
+  if (rank_ == 0) std::memcpy(segment_.header().team_data, team_data.data(), team_data.size());
   RankProfile& mine = segment_.profile(rank_);
   mine.pid.store(static_cast<std::int32_t>(getpid()), std::memory_order_relaxed);
   std::memcpy(mine.data, profile_data.data(), profile_data.size());
   segment_.prefault_own_pages(rank_);
+  RankControl& control = segment_.control(rank_);
+  control.round.store(static_cast<std::uint32_t>(round_), std::memory_order_relaxed);
+  for (MessageLine& line : control.messages) {
+    line.round.store(static_cast<std::uint32_t>(round_), std::memory_order_relaxed);
+  }
   // A team that ended before I joined fails here. Once I have joined, the others may run ahead
   // and end it at once (a mismatched first call, say): that is for my first collective to report.
   if (segment_.header().abort_word.load(std::memory_order_acquire) != 0) fail_aborted(rank_);
   mine.joined.store(1, std::memory_order_release);
-  if (segment_.header().sleepers.load(std::memory_order_seq_cst) != 0) futex_wake_all(mine.joined);
+  wake_sleepers(mine.joined);
   for (std::uint32_t peer = 0; peer < size_; ++peer) {
     const auto& joined = segment_.profile(peer).joined;
-    if (peer != rank_) wait_slow(peer, 1, joined, joined);
+    auto has_joined = [&] { return joined.load(std::memory_order_acquire) != 0; };
+    if (peer != rank_) wait_slow(peer, 0, has_joined, joined);
   }
   peers_.open_all(segment_, rank_);
+}
+
+void Rounds::wake_sleepers(const std::atomic<std::uint32_t>& futex_word) const {
+  // Closes the lost wake-up window: a sleeper counts itself in `sleepers` (a locked add) and
+  // then reads the word; without a full fence here, x86 may read `sleepers` before our store to
+  // the word is visible, so each side would miss the other's write and the sleeper would sleep a
+  // whole slice.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (segment_.header().sleepers.load(std::memory_order_relaxed) != 0) futex_wake_all(futex_word);
 }
 
 void Rounds::publish_message(std::uint32_t round, const void* data, std::size_t bytes) {
@@ -57,35 +89,36 @@ void Rounds::publish_message(std::uint32_t round, const void* data, std::size_t 
   wait_for_all(round - (kMessageLines - 1));  // the line last carried round - kMessageLines
   MessageLine& line = segment_.control(rank_).messages[round % kMessageLines];
   if (bytes > 0) std::memcpy(line.data, data, bytes);
-  line.signature.store(signature_, std::memory_order_relaxed);
+  line.signature_call.store(signature_.call, std::memory_order_relaxed);
+  line.signature_count.store(signature_.count, std::memory_order_relaxed);
   line.previous_digest.store(previous_digest_, std::memory_order_relaxed);
   line.round.store(round, std::memory_order_release);
-  // The round word is what sleepers wait on. A release store, so publishing never stalls on the
-  // store buffer (a seq_cst store would cost a cache-line round trip per round). A sleeper
-  // increments `sleepers` (seq_cst) before re-reading the word, and FUTEX_WAIT re-checks the word
-  // in the kernel, so a wake-up can only be missed if our store stays buffered for the whole futex
-  // system call; even then the sleeper wakes after its sleep slice and sees the round.
+  // The round word is what sleepers wait on.
   auto& word = segment_.control(rank_).round;
   word.store(round, std::memory_order_release);
-  if (segment_.header().sleepers.load(std::memory_order_acquire) != 0) futex_wake_all(word);
+  published_ = widen(round);
+  wake_sleepers(word);
 }
 
 void Rounds::release(std::uint32_t round) {
   auto& word = segment_.control(rank_).released;
-  word.store(round, std::memory_order_release);
-  if (segment_.header().sleepers.load(std::memory_order_acquire) != 0) futex_wake_all(word);
+  word.store(static_cast<std::uint64_t>(widen(round)), std::memory_order_release);
+  wake_sleepers(futex_word_of(word));
 }
 
 void Rounds::fail_previous_mismatch(std::uint32_t peer) const {
-  const std::uint32_t before = call_first_round_ - 1;
+  const auto before = static_cast<std::uint32_t>(call_first_round_ - 1);
   const MessageLine& line = segment_.control(peer).messages[before % kMessageLines];
   const bool on_record = line.round.load(std::memory_order_acquire) == before;
-  fail_mismatch(peer, previous_signature_,
-                on_record ? line.signature.load(std::memory_order_relaxed) : 0);
+  const Signature theirs = on_record
+                               ? Signature{line.signature_call.load(std::memory_order_relaxed),
+                                           line.signature_count.load(std::memory_order_relaxed)}
+                               : Signature{};
+  fail_mismatch(peer, previous_signature_, theirs);
 }
 
-void Rounds::fail_mismatch(std::uint32_t peer, std::uint64_t my_signature,
-                           std::uint64_t peer_signature) const {
+void Rounds::fail_mismatch(std::uint32_t peer, const Signature& my_signature,
+                           const Signature& peer_signature) const {
   MismatchRecord& record = segment_.header().mismatch;
   std::uint32_t expected = MismatchRecord::none;
   if (record.state.compare_exchange_strong(expected, MismatchRecord::writing)) {
@@ -127,28 +160,44 @@ void Rounds::fail_aborted(std::uint32_t peer) const {
        segment_.profile(static_cast<std::uint32_t>(culprit)).pid.load(), ") failed", context);
 }
 
-void Rounds::wait_slow(std::uint32_t peer, std::uint32_t round,
-                       const std::atomic<std::uint32_t>& spin_word,
-                       const std::atomic<std::uint32_t>& word) {
-  auto& header = segment_.header();
-  auto reached_on = [&](const std::atomic<std::uint32_t>& watched) {
-    return round_reached(watched.load(std::memory_order_acquire), round);
-  };
-  auto reached = [&] { return reached_on(word); };
+void Rounds::wait_for_round_word(std::uint32_t peer, std::int64_t target) {
+  const auto& word = segment_.control(peer).round;
+  auto reached = [&] { return widen(word.load(std::memory_order_acquire)) >= target; };
+  wait_slow(peer, target, reached, word);
+}
 
+void Rounds::wait_for_line(std::uint32_t peer, std::int64_t target, const MessageLine& line) {
+  // Spins on the line itself (flag, signature and data in one transfer); sleeps on the round
+  // word, which the peer publishes after the line.
+  auto reached = [&] { return widen(line.round.load(std::memory_order_acquire)) >= target; };
+  wait_slow(peer, target, reached, segment_.control(peer).round);
+}
+
+void Rounds::wait_for_release(std::uint32_t peer, std::int64_t target) {
+  const auto& word = segment_.control(peer).released;
+  auto reached = [&] { return released_round(peer) >= target; };
+  wait_slow(peer, target, reached, futex_word_of(word));
+}
+
+template <typename Reached>
+void Rounds::wait_slow(std::uint32_t peer, std::int64_t round, Reached reached,
+                       const std::atomic<std::uint32_t>& futex_word) {
+  auto& header = segment_.header();
   const long long start = now_ns();
+  // The clock is read every few pauses: a pause takes 10-140 cycles depending on the CPU, so
+  // reading it rarely would stretch a short spin many times over.
   for (unsigned spins = 1;; ++spins) {
-    if (reached_on(spin_word)) return;
+    if (reached()) return;
     if (header.abort_word.load(std::memory_order_relaxed) != 0) fail_aborted(peer);
     cpu_relax();
-    if (spins % 256 == 0 && now_ns() - start >= policy_.spin_ns) break;
+    if (spins % 16 == 0 && now_ns() - start >= policy_.spin_ns) break;
   }
 
   for (;;) {
     header.sleepers.fetch_add(1, std::memory_order_seq_cst);
-    const std::uint32_t before = word.load(std::memory_order_seq_cst);
-    if (!round_reached(before, round) && header.abort_word.load() == 0) {
-      futex_wait(word, before, policy_.sleep_slice_ns);
+    const std::uint32_t before = futex_word.load(std::memory_order_seq_cst);
+    if (!reached() && header.abort_word.load() == 0) {
+      futex_wait(futex_word, before, policy_.sleep_slice_ns);
     }
     header.sleepers.fetch_sub(1, std::memory_order_seq_cst);
     if (reached()) return;
@@ -161,6 +210,7 @@ void Rounds::wait_slow(std::uint32_t peer, std::uint32_t round,
            round);
     }
     if (policy_.timeout_ms > 0 && now_ns() - start > policy_.timeout_ms * 1'000'000LL) {
+      segment_.abort(peer);  // a peer this late counts as failed: nobody else waits for it either
       fail(Errc::timeout, "rank ", rank_, ": waited more than ", policy_.timeout_ms,
            " ms for rank ", peer, " to reach round ", round);
     }

@@ -22,8 +22,8 @@
 namespace shmcoll::shm {
 
 // Describes a call signature mismatch for the error message: which field differs and how.
-using MismatchDescriber = std::string (*)(std::uint32_t rank_a, std::uint64_t signature_a,
-                                          std::uint32_t rank_b, std::uint64_t signature_b);
+using MismatchDescriber = std::string (*)(std::uint32_t rank_a, const Signature& signature_a,
+                                          std::uint32_t rank_b, const Signature& signature_b);
 
 struct WaitPolicy {
   long spin_ns = 50'000;             // busy-wait this long before sleeping on the futex
@@ -40,8 +40,8 @@ class Rounds {
   std::size_t slot_bytes() const { return segment_.layout().slot_bytes; }
   const Segment& segment() const { return segment_; }
 
-  // A collective call starts: its rounds carry `signature` (0: do not check this call).
-  void begin_call(std::uint64_t signature) {
+  // A collective call starts: its rounds carry `signature` (unchecked: do not check this call).
+  void begin_call(const Signature& signature) {
     previous_signature_ = signature_;
     previous_digest_ = digest(signature_);
     signature_ = signature;
@@ -53,7 +53,7 @@ class Rounds {
   // is aborted, even when the round would need no wait.
   std::uint32_t begin() {
     if (segment_.header().abort_word.load(std::memory_order_relaxed) != 0) fail_aborted(rank_);
-    return ++round_;
+    return static_cast<std::uint32_t>(++round_);
   }
   std::byte* slot(std::uint32_t rank, std::uint32_t round) const {
     return segment_.slot(rank, round & 1);
@@ -63,20 +63,19 @@ class Rounds {
   void publish(std::uint32_t round) { publish_message(round, nullptr, 0); }
   // A round of my current call is awaited on the peer's message line of that round (a line's
   // round only grows, in steps of kMessageLines, so it reaches `round` exactly when the peer has
-  // published it), which brings the round's signature in the same transfer. An earlier round (is
-  // my slot or line free?) is awaited on the round word, whose value, the peer's latest round,
-  // usually answers the next few such waits too.
+  // published it), which brings the round's signature in the same transfer, and the signature
+  // is compared every time. An earlier round (is my slot or line free?) is awaited on the round
+  // word, whose value, the peer's latest round, usually answers the next few such waits too.
   void wait_for(std::uint32_t peer, std::uint32_t round) {
-    if (round_reached(known_[peer], round)) return;
-    if (signature_ != 0 && round_reached(round, call_first_round_)) {
+    const std::int64_t target = widen(round);
+    if (signature_.checked() && target >= call_first_round_) {
       wait_message(peer, round);
       return;
     }
+    if (known_[peer] >= target) return;
     const auto& word = segment_.control(peer).round;
-    if (!round_reached(word.load(std::memory_order_acquire), round)) {
-      wait_slow(peer, round, word, word);
-    }
-    known_[peer] = word.load(std::memory_order_acquire);
+    if (widen(word.load(std::memory_order_acquire)) < target) wait_for_round_word(peer, target);
+    note_seen(peer, word.load(std::memory_order_acquire));
   }
 
   // Small payloads (<= kMessageBytes) travel in message lines instead of slots; the round rule
@@ -85,14 +84,18 @@ class Rounds {
   void publish_message(std::uint32_t round, const void* data, std::size_t bytes);
   const std::byte* wait_message(std::uint32_t peer, std::uint32_t round) {
     const MessageLine& line = segment_.control(peer).messages[round % kMessageLines];
+    const std::int64_t target = widen(round);
     std::uint32_t seen = line.round.load(std::memory_order_acquire);
-    if (!round_reached(seen, round)) {
-      wait_slow(peer, round, line.round, segment_.control(peer).round);
+    if (widen(seen) < target) {
+      wait_for_line(peer, target, line);
       seen = line.round.load(std::memory_order_acquire);
     }
-    if (round_reached(seen, known_[peer])) known_[peer] = seen;
-    // (seen > round: the line has been reused since, which happens to earlier calls' rounds only.)
-    if (seen == round && signature_ != 0 && round_reached(round, call_first_round_)) {
+    note_seen(peer, seen);
+    // The signature is compared while the line cannot change: the peer rewrites it (for round
+    // + kMessageLines) only after I publish round + 1, and a rank catching up on an old round
+    // (publish_message's wait) may have. (seen > round: the line has been reused already.)
+    if (seen == round && signature_.checked() && target >= call_first_round_ &&
+        published_ <= target) {
       check_signature(peer, line);
     }
     return line.data;
@@ -104,33 +107,58 @@ class Rounds {
   }
 
   // Direct reads: a rank that copied blocks straight out of other ranks' heaps in `round` says
-  // so with release(round); their owners wait_released() before the memory may change.
+  // so with release(round); their owners wait_released() before the memory may change. The
+  // word is 64-bit: a peer's last release may be any number of rounds old.
   void release(std::uint32_t round);
   void wait_released(std::uint32_t peer, std::uint32_t round) {
-    const auto& word = segment_.control(peer).released;
-    if (!round_reached(word.load(std::memory_order_acquire), round)) {
-      wait_slow(peer, round, word, word);
+    const std::int64_t target = widen(round);
+    if (released_round(peer) < target) {
+      wait_for_release(peer, target);
     }
   }
 
-  // Joins the team: publishes my pid and `profile_data` (at most kProfileBytes) in my profile,
-  // touches my pages (place them first), waits until everyone has joined, starts watching peers.
-  void join_team(std::span<const std::byte> profile_data = {});
+  // Joins the team: publishes my pid and `profile_data` (at most kProfileBytes) in my profile
+  // and, on rank 0, `team_data` (at most kTeamDataBytes) for the whole team; touches my pages
+  // (place them first), waits until everyone has joined, starts watching peers.
+  void join_team(std::span<const std::byte> profile_data = {},
+                 std::span<const std::byte> team_data = {});
   // What `peer` published when it joined.
   const std::byte* profile_data(std::uint32_t peer) const { return segment_.profile(peer).data; }
+  // What rank 0 published for the team when it joined.
+  const std::byte* team_data() const { return segment_.header().team_data; }
   // Ends the team for everybody, naming `failed_rank` as the cause.
   void abort_team(std::uint32_t failed_rank) const { segment_.abort(failed_rank); }
 
+  // Tests only: teams made after this count their rounds from `round` (as after that many
+  // rounds), so the 32-bit words wrap and stale 64-bit ones can be tried in a short test.
+  static void start_rounds_at_for_testing(std::int64_t round);
+
  private:
+  // A round as a peer publishes it (32 bits) in my 64-bit count: peers are never more than
+  // kMessageLines rounds away from me, so the nearest value is the one.
+  std::int64_t widen(std::uint32_t round) const {
+    return round_ + static_cast<std::int32_t>(round - static_cast<std::uint32_t>(round_));
+  }
+  std::int64_t released_round(std::uint32_t peer) const {
+    return static_cast<std::int64_t>(
+        segment_.control(peer).released.load(std::memory_order_acquire));
+  }
+  void note_seen(std::uint32_t peer, std::uint32_t round) {
+    const std::int64_t seen = widen(round);
+    if (seen > known_[peer]) known_[peer] = seen;
+  }
   // `peer` is the rank being awaited, or my own rank when no wait was in progress.
   [[noreturn]] void fail_aborted(std::uint32_t peer) const;
-  static std::uint32_t digest(std::uint64_t signature) {
-    return signature == 0 ? 0 : static_cast<std::uint32_t>(signature ^ (signature >> 32)) | 1u;
+  static std::uint32_t digest(const Signature& signature) {
+    if (!signature.checked()) return 0;
+    const std::uint64_t mixed = signature.call ^ (signature.count * 0x9e3779b97f4a7c15ull);
+    return static_cast<std::uint32_t>(mixed ^ (mixed >> 32)) | 1u;
   }
   // Compares the signatures in `peer`'s line of a round of my current call with mine.
   void check_signature(std::uint32_t peer, const MessageLine& line) const {
-    const std::uint64_t theirs = line.signature.load(std::memory_order_relaxed);
-    if (theirs != signature_ && theirs != 0) fail_mismatch(peer, signature_, theirs);
+    const Signature theirs{line.signature_call.load(std::memory_order_relaxed),
+                           line.signature_count.load(std::memory_order_relaxed)};
+    if (theirs.checked() && theirs != signature_) fail_mismatch(peer, signature_, theirs);
     const std::uint32_t their_previous = line.previous_digest.load(std::memory_order_relaxed);
     if (their_previous != previous_digest_ && their_previous != 0 && previous_digest_ != 0) {
       fail_previous_mismatch(peer);
@@ -140,29 +168,36 @@ class Rounds {
   // the line still holds it.
   [[noreturn]] void fail_previous_mismatch(std::uint32_t peer) const;
   // Records the mismatch (unless another member recorded one first), aborts the team and fails.
-  [[noreturn]] void fail_mismatch(std::uint32_t peer, std::uint64_t my_signature,
-                                  std::uint64_t peer_signature) const;
+  [[noreturn]] void fail_mismatch(std::uint32_t peer, const Signature& my_signature,
+                                  const Signature& peer_signature) const;
   [[noreturn]] void fail_recorded_mismatch() const;
-  // Spins on `spin_word` (the peer's round word, or the message line it is about to fill), then
-  // sleeps on `sleep_word` (the peer's round word, which the peer always publishes after its
-  // message line). Returns once `round` is reached.
-  void wait_slow(std::uint32_t peer, std::uint32_t round,
-                 const std::atomic<std::uint32_t>& spin_word,
-                 const std::atomic<std::uint32_t>& sleep_word);
+  // The slow paths of the waits above: each spins on what it awaits, then sleeps on a futex
+  // word the peer writes after it, until `target` is reached.
+  void wait_for_round_word(std::uint32_t peer, std::int64_t target);
+  void wait_for_line(std::uint32_t peer, std::int64_t target, const MessageLine& line);
+  void wait_for_release(std::uint32_t peer, std::int64_t target);
+  // Spins until reached(), then sleeps on `futex_word` (which the peer writes after whatever
+  // reached() reads) until reached(). `round` names the wait in errors.
+  template <typename Reached>
+  void wait_slow(std::uint32_t peer, std::int64_t round, Reached reached,
+                 const std::atomic<std::uint32_t>& futex_word);
+  // After a store that a sleeper may wait for: wakes the word's sleepers, if any.
+  void wake_sleepers(const std::atomic<std::uint32_t>& futex_word) const;
 
   Segment segment_;
   PeerWatch peers_;
   std::uint32_t rank_;
   std::uint32_t size_;
-  std::uint32_t round_ = 0;
-  std::uint64_t signature_ = 0;
-  std::uint64_t previous_signature_ = 0;
+  std::int64_t round_;
+  std::int64_t published_;  // the last round I published
+  Signature signature_;
+  Signature previous_signature_;
   std::uint32_t previous_digest_ = 0;  // what each round's line carries, worked out once per call
-  std::uint32_t call_first_round_ = 1;
+  std::int64_t call_first_round_;
   MismatchDescriber describe_ = nullptr;
   WaitPolicy policy_;
   // Highest round seen per peer: a round a peer is known to have reached needs no shared read.
-  std::vector<std::uint32_t> known_;
+  std::vector<std::int64_t> known_;
 };
 
 }  // namespace shmcoll::shm

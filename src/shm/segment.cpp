@@ -12,13 +12,25 @@
 #include <thread>
 
 #include "shm/futex.hpp"
+#include "util/address_space.hpp"
 #include "util/fail.hpp"
 
 namespace shmcoll::shm {
 
 SegmentLayout SegmentLayout::compute(std::uint32_t team_size, std::size_t slot_bytes,
                                      std::size_t heap_bytes) {
+  // Every size is checked before it is rounded or multiplied, so none wraps: the whole segment
+  // must fit in an address space.
+  constexpr auto kMost = static_cast<std::size_t>(kMostAddressBytes);
   auto round_up = [](std::size_t bytes, std::size_t to) { return (bytes + to - 1) / to * to; };
+  if (slot_bytes > kMost / 2) {
+    fail(Errc::invalid_argument, "slot_bytes (Options::slot_bytes or SHMCOLL_SLOT_BYTES) of ",
+         slot_bytes, " bytes: two slots are more than any address space");
+  }
+  if (heap_bytes > kMost) {
+    fail(Errc::invalid_argument, "heap_bytes (Options::heap_bytes or SHMCOLL_HEAP_BYTES) of ",
+         heap_bytes, " bytes is more than any address space");
+  }
   SegmentLayout layout;
   layout.team_size = team_size;
   // A slot holds at least one cache line per rank: exchanges split it into per-rank regions.
@@ -29,6 +41,11 @@ SegmentLayout SegmentLayout::compute(std::uint32_t team_size, std::size_t slot_b
       round_up(layout.profiles_offset + team_size * sizeof(RankProfile), kPageBytes);
   layout.heap_bytes = round_up(heap_bytes, kPageBytes);
   layout.area_bytes = kPageBytes + 2 * layout.slot_bytes + layout.heap_bytes;
+  if (layout.area_bytes > (kMost - layout.areas_offset) / std::max<std::uint32_t>(team_size, 1)) {
+    fail(Errc::invalid_argument, "a segment for ", team_size, " ranks with ", layout.slot_bytes,
+         "-byte slots (slot_bytes) and ", layout.heap_bytes,
+         "-byte heaps (heap_bytes) is more than any address space");
+  }
   layout.total_bytes = layout.areas_offset + std::size_t{team_size} * layout.area_bytes;
   return layout;
 }
@@ -174,7 +191,13 @@ Segment Segment::from_fd(int fd, std::uint32_t expected_team_size) {
     fail(Errc::segment_mismatch, "shared segment is for a team of ", h.team_size,
          ", this process expects ", expected_team_size);
   }
-  const SegmentLayout layout = SegmentLayout::compute(h.team_size, h.slot_bytes, h.heap_bytes);
+  SegmentLayout layout;
+  try {
+    layout = SegmentLayout::compute(h.team_size, h.slot_bytes, h.heap_bytes);
+  } catch (const Error& error) {
+    fail(Errc::segment_mismatch,
+         "shared segment header describes no possible layout: ", error.what());
+  }
   if (layout.slot_bytes != h.slot_bytes || layout.heap_bytes != h.heap_bytes ||
       layout.total_bytes != h.total_bytes || file_bytes != layout.total_bytes) {
     fail(Errc::segment_mismatch, "shared segment size ", file_bytes, " (header says ",
@@ -227,7 +250,7 @@ void Segment::abort(std::uint32_t failed_rank) const {
   for (std::uint32_t rank = 0; rank < layout_.team_size; ++rank) {
     futex_wake_all(profile(rank).joined);
     futex_wake_all(control(rank).round);
-    futex_wake_all(control(rank).released);
+    futex_wake_all(futex_word_of(control(rank).released));
   }
 }
 
