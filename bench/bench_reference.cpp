@@ -1,5 +1,6 @@
 #include "bench_reference.hpp"
 
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -51,6 +52,10 @@ void measure_lines(References& refs) {
   void* memory = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   auto* lines = new (memory) Line[2]{};
   const shmcoll::topo::Topology machine("");  // the real cores, whatever SHMCOLL_TOPOLOGY says
+  // The binding is for this measurement only: teams forked later inherit our CPU mask, and
+  // unbound ranks must be free to run anywhere.
+  cpu_set_t original;
+  const bool restore = sched_getaffinity(0, sizeof original, &original) == 0;
   machine.bind_to_core(0);
   const pid_t partner = fork();
   if (partner == 0) {
@@ -78,6 +83,7 @@ void measure_lines(References& refs) {
   refs.line_exchange_seconds = median_trip();
   waitpid(partner, nullptr, 0);
   munmap(memory, 4096);
+  if (restore) sched_setaffinity(0, sizeof original, &original);
 }
 
 double measure_memcpy(std::size_t bytes) {

@@ -137,7 +137,7 @@ Call describe_call(std::uint64_t seed, int index, int p, const TypeMenu& menu,
       }
     }
   }
-  const std::size_t menu_size = call.kind == Kind::bcast ? 1 : menu.types.size();
+  const std::size_t menu_size = menu.types.size();
   call.send_type.assign(p, std::vector<int>(p));
   call.recv_type.assign(p, std::vector<int>(p));
   for (int i = 0; i < p; ++i) {
@@ -438,9 +438,10 @@ std::string check_movement(Team& team, const Call& call, const TypeMenu& menu,
   const auto& stype = [&](int peer) -> const Datatype& { return s.datatypes[peer]; };
   const auto& rtype = [&](int peer) -> const Datatype& { return r.datatypes[peer]; };
   switch (call.kind) {
-    case Kind::bcast:
+    case Kind::bcast:  // each rank with its own type map of the same signature
       if (at_root) recv = send_before;
-      team.bcast(recv.data(), at_root ? s.counts[0] : r.counts[root], Dtype::i32, root);
+      team.bcast(recv.data(), at_root ? s.counts[0] : r.counts[root],
+                 at_root ? stype(0) : rtype(root), root);
       break;
     case Kind::scatter:  // off the root, the send side must not be read: pass nonsense
       team.scatter(at_root ? send.data() : nullptr, at_root ? s.counts[0] : -1, stype(0),
@@ -483,8 +484,12 @@ std::string check_movement(Team& team, const Call& call, const TypeMenu& menu,
   const bool send_unchanged = std::equal(send.begin(), send.end(), send_before.begin());
   if (from_heap) team.deallocate(send);
   for (std::byte b : recv) digest = mix(digest, std::uint64_t(b));
-  if (call.kind == Kind::bcast) {
-    for (std::byte b : recv) common_digest = mix(common_digest, std::uint64_t(b));
+  if (call.kind == Kind::bcast) {  // what every rank holds alike: the packed bytes
+    const Datatype& type = at_root ? stype(0) : rtype(root);
+    const std::int64_t count = at_root ? s.counts[0] : r.counts[root];
+    std::vector<std::byte> packed(type.size() * std::size_t(count));
+    type.pack(recv.data(), count, packed.data());
+    for (std::byte b : packed) common_digest = mix(common_digest, std::uint64_t(b));
     if (at_root) return recv == send_before ? "" : "the root's bcast buffer changed";
   }
   if (!send_unchanged) return "the send buffer changed";

@@ -188,7 +188,7 @@ TEST(TreeCollectives, SelectionTakesTheTreeOnlyWhereItPaysAndIsExact) {
   EXPECT_TRUE(unordered.pays && !unordered.rank_ordered);
   EXPECT_FALSE(small.pays);
   EXPECT_FALSE(shared.pays);
-  const auto tunables = shmcoll::coll::Tunables::from_env(64).team;
+  const auto tunables = shmcoll::coll::Tunables::from_env().team;
   using shmcoll::coll::select_allreduce;
   EXPECT_EQ(select_allreduce(tunables, ordered, 64, false), Algorithm::allreduce_tree);
   EXPECT_EQ(select_allreduce(tunables, unordered, 64, true), Algorithm::allreduce_tree);

@@ -13,6 +13,7 @@
 #include "coll/tunables.hpp"
 #include "ops/reduce.hpp"
 #include "shmcoll/shmcoll.hpp"
+#include "topo/cpu_budget.hpp"
 #include "topo/topology.hpp"
 #include "topo/tree.hpp"
 
@@ -33,7 +34,7 @@ struct Selection {
 
 std::vector<Selection> selection_table(int ranks) {
   const shmcoll::topo::Topology& topology = shmcoll::topo::Topology::shared();
-  const auto tunables = shmcoll::coll::Tunables::from_env(static_cast<std::uint32_t>(ranks));
+  const auto tunables = shmcoll::coll::Tunables::from_env();
   shmcoll::Options options;  // what shmcoll-run does by default: one rank per core, compact
   options.bind = shmcoll::Binding::core;
   const auto where = shmcoll::detail::planned_locations(
@@ -75,6 +76,15 @@ ordered_json describe(int ranks) {
                       {"numa_nodes", topology.count(shmcoll::topo::Level::numa)},
                       {"cores", topology.core_count()},
                       {"summary", topology.summary()}};
+  const auto budget = shmcoll::topo::CpuBudget::of_this_process();
+  const auto tunables = shmcoll::coll::Tunables::from_env();
+  const bool shared = ranks > budget.usable();
+  info["cpus"] = {{"affinity_mask", budget.allowed.count()},
+                  {"cgroup_quota",
+                   budget.quota_cpus > 0 ? ordered_json(budget.quota_cpus) : ordered_json(nullptr)},
+                  {"usable", budget.usable()},
+                  {"unbound_ranks_share_cpus", shared},
+                  {"spin_ns", tunables.spin_for(shared)}};
   ordered_json variables = ordered_json::array();
   for (const auto& variable : shmcoll::detail::environment_variables()) {
     const char* current = std::getenv(variable.name);
@@ -106,6 +116,16 @@ void print_text(const ordered_json& info) {
   std::printf(
       "  topology:  %s, %d cores\n    %s\n", info["topology"]["source"].get<std::string>().c_str(),
       info["topology"]["cores"].get<int>(), info["topology"]["summary"].get<std::string>().c_str());
+  const auto& cpus = info["cpus"];
+  const std::string quota = cpus["cgroup_quota"].is_null()
+                                ? std::string("no cgroup quota")
+                                : "cgroup quota " + std::to_string(cpus["cgroup_quota"].get<int>());
+  std::printf(
+      "  CPUs:      %d usable (affinity mask %zu, %s): %d unbound ranks %s, waits spin %ld ns\n",
+      cpus["usable"].get<int>(), cpus["affinity_mask"].get<std::size_t>(), quota.c_str(),
+      info["selection"]["ranks"].get<int>(),
+      cpus["unbound_ranks_share_cpus"].get<bool>() ? "share them" : "each get one",
+      cpus["spin_ns"].get<long>());
   std::printf("\nEnvironment (default; current value when set)\n");
   for (const auto& variable : info["environment"]) {
     const std::string current =

@@ -90,10 +90,10 @@ int main(int argc, char** argv) {
     const shmcoll::topo::Topology& topology = shmcoll::topo::Topology::shared();
     const std::vector<int> cores =
         shmcoll::detail::plan_cores(topology, ranks, options, "shmcoll-run");
-    const auto tunables = shmcoll::coll::Tunables::from_env(size);
+    const auto tunables = shmcoll::coll::Tunables::from_env();
     int segment_fd = -1;
-    shmcoll::shm::Segment segment =
-        shmcoll::shm::Segment::create_unlinked(size, {tunables.slot_bytes, tunables.heap_bytes}, &segment_fd);
+    shmcoll::shm::Segment segment = shmcoll::shm::Segment::create_unlinked(
+        size, {tunables.slot_bytes, tunables.heap_bytes}, &segment_fd);
 
     sigset_t stop_signals, original_mask;
     sigemptyset(&stop_signals);

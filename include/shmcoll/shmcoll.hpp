@@ -110,9 +110,15 @@ class SHMCOLL_API Team {
   // -1 for a Team that was moved from, whose collectives fail with invalid_argument.
   int rank() const noexcept;
   int size() const noexcept;
+  // Whether the team has ended (a member died, called a mismatched collective, timed out or
+  // failed in the middle of a call): every collective on it would fail. A moved-from Team too.
+  bool ended() const noexcept;
 
   void barrier();
   void bcast(void* buffer, std::int64_t count, Dtype dtype, int root);
+  // `count` elements of a derived type; each rank may use its own type as long as every rank's
+  // count * size() is the same (a root sending contiguous ints, others receiving a column).
+  void bcast(void* buffer, std::int64_t count, const Datatype& type, int root);
   // recvbuf is significant at root only; sendbuf == in_place at root takes root's input from
   // recvbuf.
   void reduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype dtype, const Op& op,

@@ -46,7 +46,7 @@ Team Team::attach() {
   const int core = std::getenv(detail::kCoreEnv) ? env_int(detail::kCoreEnv) : -1;
   shm::Segment segment = shm::Segment::from_fd(fd, static_cast<std::uint32_t>(size));
   ::close(fd);
-  const auto tunables = coll::Tunables::from_env(static_cast<std::uint32_t>(size));
+  const auto tunables = coll::Tunables::from_env();
   // shmcoll-run has bound this process already; SHMCOLL_PLACEMENT is read here.
   const detail::RankSetup setup{detail::locate_rank(topo::Topology::shared(), core),
                                 detail::placement_from(Options{})};
@@ -70,7 +70,7 @@ Team Team::join(const std::string& name, int rank, int size, const Options& opti
          "\" must be one '/' followed by a name without '/'");
   }
   const auto team_size = static_cast<std::uint32_t>(size);
-  const auto tunables = coll::Tunables::from_env(team_size);
+  const auto tunables = coll::Tunables::from_env();
   // The MPI launcher (or nobody) has bound this process: the tree follows where it runs.
   const topo::Topology& topology = topo::Topology::shared(options.topology);
   const detail::RankSetup setup{detail::locate_rank(topology, -1), detail::placement_from(options)};

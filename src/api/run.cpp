@@ -58,7 +58,7 @@ void run(int n, const Options& options, const std::function<void(Team&)>& fn) {
   const auto size = static_cast<std::uint32_t>(n);
   const topo::Topology& topology = topo::Topology::shared(options.topology);
   const Plan plan{topology, detail::plan_cores(topology, n, options, "shmcoll::run"),
-                  detail::placement_from(options), coll::Tunables::from_env(size)};
+                  detail::placement_from(options), coll::Tunables::from_env()};
   int fd = -1;
   shm::Segment segment =
       shm::Segment::create_unlinked(size, detail::segment_sizes_for(options, plan.tunables), &fd);

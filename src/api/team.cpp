@@ -16,6 +16,9 @@ int Team::rank() const noexcept {
 int Team::size() const noexcept {
   return state_ ? static_cast<int>(state_->rounds.size()) : -1;
 }
+bool Team::ended() const noexcept {
+  return !state_ || state_->rounds.segment().aborted_by() >= 0;
+}
 
 void Team::check_spans(std::size_t send_size, std::size_t recv_size) {
   if (send_size != recv_size) {
@@ -54,7 +57,8 @@ void Team::bcast(void* buffer, std::int64_t count, Dtype dtype, int root) {
   check_root(call, root);
   check_buffer(call, "buffer", buffer, bytes);
   begin_call(call, *state_, {Collective::bcast, root, {}, {}, bytes});
-  coll::bcast(state_->context, buffer, bytes, root);
+  const Datatype type(dtype);  // the predefined types' own: nothing is allocated
+  coll::bcast(state_->context, coll::Block{static_cast<std::byte*>(buffer), count, &type}, root);
 }
 
 void Team::reduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype dtype, const Op& op,

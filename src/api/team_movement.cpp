@@ -63,6 +63,14 @@ coll::Block root_block(const Call& call, const char* buffer_name, const void* bu
 
 }  // namespace
 
+void Team::bcast(void* buffer, std::int64_t count, const Datatype& type, int root) {
+  const Call call{"bcast", state_};
+  check_root(call, root);
+  const coll::Block data = checked_block(call, "buffer", buffer, "count", count, type);
+  begin_call(call, *state_, {Collective::bcast, root, {}, {}, bytes_of(count, type)});
+  coll::bcast(state_->context, data, root);
+}
+
 void Team::scatter(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
                    void* recvbuf, std::int64_t recvcount, const Datatype& recvtype, int root) {
   const Call call{"scatter", state_};

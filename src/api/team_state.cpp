@@ -1,5 +1,7 @@
 #include "api/team_state.hpp"
 
+#include <algorithm>
+#include <bitset>
 #include <cstdio>
 #include <cstring>
 #include <type_traits>
@@ -50,20 +52,40 @@ void adopt_team_tunables(const shm::Rounds& rounds, coll::Tunables& tunables) {
 
 }  // namespace
 
+bool ranks_share_cpus(std::span<const MemberProfile> members) {
+  std::bitset<topo::kMaxCpus> cpus;
+  std::int32_t quota = 0;  // the largest quota, when every member has one
+  bool every_member_has_quota = true;
+  for (const MemberProfile& member : members) {
+    cpus |= member.budget.allowed;
+    quota = std::max(quota, member.budget.quota_cpus);
+    every_member_has_quota = every_member_has_quota && member.budget.quota_cpus > 0;
+  }
+  std::size_t usable = std::max<std::size_t>(cpus.count(), 1);
+  if (every_member_has_quota) usable = std::min<std::size_t>(usable, std::size_t(quota));
+  return members.size() > usable;
+}
+
 topo::Tree join_and_build_tree(shm::Rounds& rounds, const topo::Location& location,
                                coll::Tunables& tunables) {
-  static_assert(sizeof(topo::Location) <= shm::kProfileBytes);
-  static_assert(std::is_trivially_copyable_v<topo::Location>);
+  static_assert(sizeof(MemberProfile) <= shm::kProfileBytes);
+  static_assert(std::is_trivially_copyable_v<MemberProfile>);
   static_assert(sizeof(coll::TeamTunables) <= shm::kTeamDataBytes);
   static_assert(std::is_trivially_copyable_v<coll::TeamTunables>);
+  const MemberProfile mine{location, topo::CpuBudget::of_this_process()};
   rounds.set_mismatch_describer(&coll::describe_mismatch);
-  rounds.join_team(std::as_bytes(std::span(&location, 1)),
-                   std::as_bytes(std::span(&tunables.team, 1)));
+  rounds.join_team(std::as_bytes(std::span(&mine, 1)), std::as_bytes(std::span(&tunables.team, 1)));
   adopt_team_tunables(rounds, tunables);
+  std::vector<MemberProfile> members(rounds.size());
   std::vector<topo::Location> where(rounds.size());
   for (std::uint32_t rank = 0; rank < rounds.size(); ++rank) {
-    std::memcpy(&where[rank], rounds.profile_data(rank), sizeof(topo::Location));
+    std::memcpy(&members[rank], rounds.profile_data(rank), sizeof(MemberProfile));
+    where[rank] = members[rank].location;
   }
+  // Each rank's home is the rank-th CPU of its mask: distinct among ranks that share a mask and
+  // fit it, and for a bound rank the one it is bound to.
+  rounds.set_wait_policy(
+      wait_policy(tunables, ranks_share_cpus(members), mine.budget.nth_allowed(rounds.rank())));
   return topo::Tree::build(where, tunables.team.hierarchy());
 }
 

@@ -9,23 +9,38 @@
 #include "shm/heap.hpp"
 #include "shm/rounds.hpp"
 #include "shm/segment.hpp"
+#include "topo/cpu_budget.hpp"
 #include "topo/tree.hpp"
 
 namespace shmcoll::detail {
 
-inline shm::WaitPolicy wait_policy(const coll::Tunables& tunables) {
+// `home_cpu`: where a waiter that finds its peer on its own CPU moves (-1: it does not move).
+inline shm::WaitPolicy wait_policy(const coll::Tunables& tunables, bool ranks_share_cpus,
+                                   int home_cpu = -1) {
   shm::WaitPolicy policy;  // keeps the default sleep slice
-  policy.spin_ns = tunables.spin_ns;
+  policy.spin_ns = tunables.spin_for(ranks_share_cpus);
   policy.timeout_ms = tunables.timeout_ms;
+  policy.home_cpu = ranks_share_cpus ? -1 : home_cpu;
   return policy;
 }
+
+// What a member publishes when it joins: where it runs and the CPUs it may use.
+struct MemberProfile {
+  topo::Location location;
+  topo::CpuBudget budget;
+};
+// Whether the team's ranks outnumber the CPUs they may use together: the union of their affinity
+// masks, capped by their cgroup quota. Bound ranks on distinct cores do not; unbound ranks under
+// taskset or a container's quota may, whatever the machine's CPU count.
+bool ranks_share_cpus(std::span<const MemberProfile> members);
 
 // Places my area of the segment (before anything touches it); the first rank whose placement
 // degrades prints the one warning.
 shm::Segment place_area(shm::Segment segment, std::uint32_t rank, const RankSetup& setup);
-// Joins the team (publishing my location, and on rank 0 the team-wide tunables), takes rank 0's
-// team-wide tunables into `tunables` (saying once on stderr which of this rank's own differed),
-// and builds the tree from every member's location.
+// Joins the team (publishing my location and CPUs, and on rank 0 the team-wide tunables), takes
+// rank 0's team-wide tunables into `tunables` (saying once on stderr which of this rank's own
+// differed), sets how waits spin from whether the ranks share CPUs, and builds the tree from
+// every member's location.
 topo::Tree join_and_build_tree(shm::Rounds& rounds, const topo::Location& location,
                                coll::Tunables& tunables);
 
@@ -34,7 +49,7 @@ struct TeamState {
   TeamState(shm::Segment segment, std::uint32_t rank, const coll::Tunables& tunables_in,
             const RankSetup& setup)
       : tunables(tunables_in),
-        rounds(place_area(std::move(segment), rank, setup), rank, wait_policy(tunables_in)),
+        rounds(place_area(std::move(segment), rank, setup), rank, wait_policy(tunables_in, false)),
         tree(join_and_build_tree(rounds, setup.location, tunables)),
         context(rounds, tunables.team, tree),
         equal_counts(rounds.size()),

@@ -1,5 +1,6 @@
-#include <cstring>
-
+// Broadcast of a typed block: every rank runs the same algorithm, chosen from the bytes all ranks
+// agree on, and packs or unpacks with its own type map (MPI requires the ranks' type signatures
+// to match, not their layouts: a root may send contiguous ints that others receive as a column).
 #include "coll/chunks.hpp"
 #include "coll/collectives.hpp"
 #include "coll/tree_steps.hpp"
@@ -9,47 +10,49 @@ namespace shmcoll::coll {
 namespace {
 
 // One round: the root posts the payload in its message line pair; the others copy it out.
-void bcast_inline(Context& ctx, std::byte* data, std::size_t bytes, std::uint32_t root) {
+void bcast_inline(Context& ctx, const Block& data, std::size_t bytes, std::uint32_t root) {
   shm::Rounds& rounds = ctx.rounds;
   const std::uint32_t round = rounds.begin();
   if (rounds.rank() == root) {
-    rounds.publish_message(round, data, bytes);
+    alignas(8) std::byte line[shm::kMessageBytes];
+    data.type->pack_range(data.base, data.count, 0, bytes, line);
+    rounds.publish_message(round, line, bytes);
     return;
   }
   rounds.publish(round);
-  std::memcpy(data, rounds.wait_message(root, round), bytes);
+  data.type->unpack_range(rounds.wait_message(root, round), data.count, 0, bytes, data.base);
 }
 
-// One round per chunk. The root fills its two slots alternately, so it copies chunk k+1 while
-// the others still copy chunk k out.
-void bcast_pipelined(Context& ctx, std::byte* data, std::size_t bytes, std::uint32_t root_rank) {
+// One round per chunk. The root fills its two slots alternately, so it packs chunk k+1 while
+// the others still unpack chunk k.
+void bcast_pipelined(Context& ctx, const Block& data, std::size_t bytes, std::uint32_t root) {
   shm::Rounds& rounds = ctx.rounds;
   for_each_chunk(bytes, rounds.slot_bytes(), [&](std::size_t first, std::size_t n) {
     const std::uint32_t round = rounds.begin();
-    if (rounds.rank() == root_rank) {
+    if (rounds.rank() == root) {
       rounds.wait_slot_free(round);
-      std::memcpy(rounds.slot(root_rank, round), data + first, n);
+      data.type->pack_range(data.base, data.count, first, n, rounds.slot(root, round));
       rounds.publish(round);
       return;
     }
     rounds.publish(round);
-    rounds.wait_for(root_rank, round);
-    std::memcpy(data + first, rounds.slot(root_rank, round), n);
+    rounds.wait_for(root, round);
+    data.type->unpack_range(rounds.slot(root, round), data.count, first, n, data.base);
   });
 }
 
 }  // namespace
 
-void bcast(Context& ctx, void* buffer, std::size_t bytes, int root) {
+void bcast(Context& ctx, const Block& data, int root) {
+  const std::size_t bytes = data.bytes();
   if (bytes == 0) return;  // sizes agree on every rank, so all skip the rounds alike
-  auto* data = static_cast<std::byte*>(buffer);
   const auto root_rank = static_cast<std::uint32_t>(root);
   switch (select_bcast(ctx.tunables, ctx.tree_shape, bytes)) {
     case Algorithm::bcast_inline:
       return bcast_inline(ctx, data, bytes, root_rank);
     case Algorithm::bcast_tree:
       return for_each_chunk(bytes, ctx.rounds.slot_bytes(), [&](std::size_t first, std::size_t n) {
-        pass_down_tree(ctx, data + first, n, root_rank);
+        pass_down_tree(ctx, data, first, n, root_rank);
       });
     default:
       return bcast_pipelined(ctx, data, bytes, root_rank);

@@ -34,7 +34,8 @@ struct Context {
 };
 
 void barrier(Context& ctx);
-void bcast(Context& ctx, void* buffer, std::size_t bytes, int root);
+// `data`: this rank's layout of the bytes (every rank's holds the same number).
+void bcast(Context& ctx, const Block& data, int root);
 void reduce(Context& ctx, const void* send, void* recv, std::size_t count, Dtype dtype,
             const Op& op, int root);
 void allreduce(Context& ctx, const void* send, void* recv, std::size_t count, Dtype dtype,

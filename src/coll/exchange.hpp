@@ -7,8 +7,8 @@
 //   - blocks longer than a region move in rounds, the two slots used alternately, so senders
 //     pack round k+1 while receivers still unpack round k;
 //   - in round one every sender's message line carries its round count and, when all its
-//     blocks fit (96 bytes over its regions), the data itself: small calls are one line
-//     transfer per pair, flag and data together;
+//     blocks fit (96 bytes over its regions), the data itself: small calls are one line pair
+//     per pair of ranks, flag and data together;
 //   - a sender whose blocks lie in its heap (Team::allocate) and are long enough posts their
 //     offsets instead, receivers copy them straight out (one copy, not two) and then release
 //     them; the sender returns once every rank has released.

@@ -57,22 +57,29 @@ std::uint32_t combine_up_tree(Context& ctx, const std::byte* send, std::byte* re
   return round;
 }
 
-void pass_down_tree(Context& ctx, std::byte* data, std::size_t bytes, std::uint32_t origin) {
+void pass_down_tree(Context& ctx, const Block& data, std::size_t first, std::size_t bytes,
+                    std::uint32_t origin) {
   shm::Rounds& rounds = ctx.rounds;
   const std::uint32_t me = rounds.rank();
   const topo::TreeNode& node = ctx.tree.nodes[me];
   const std::uint32_t round = rounds.begin();
   if (me != origin) {
     const auto source = node.parent < 0 ? origin : static_cast<std::uint32_t>(node.parent);
-    std::memcpy(data, wait_posted(rounds, source, round, bytes), bytes);
+    data.type->unpack_range(wait_posted(rounds, source, round, bytes), data.count, first, bytes,
+                            data.base);
     if (node.children.empty()) {
       rounds.publish(round);
       return;
     }
   }
   Outbox outbox(rounds, round, bytes);
-  std::memcpy(outbox.data(), data, bytes);
+  data.type->pack_range(data.base, data.count, first, bytes, outbox.data());
   outbox.post();
+}
+
+void pass_down_tree(Context& ctx, std::byte* data, std::size_t bytes, std::uint32_t origin) {
+  static const Datatype kBytes(Dtype::byte);
+  pass_down_tree(ctx, Block{data, std::int64_t(bytes), &kBytes}, 0, bytes, origin);
 }
 
 }  // namespace shmcoll::coll

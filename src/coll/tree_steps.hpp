@@ -37,8 +37,12 @@ const std::byte* wait_posted(shm::Rounds& rounds, std::uint32_t peer, std::uint3
 std::uint32_t combine_up_tree(Context& ctx, const std::byte* send, std::byte* result,
                               std::size_t count, Dtype dtype, const Op& op, bool post_at_root);
 
-// `origin` posts `data`; the tree's root copies it from `origin` and every other rank from its
-// parent, re-posting it when it has children. `data` is read at `origin`, written elsewhere.
+// `origin` posts the packed bytes [first, first + bytes) of `data`; the tree's root unpacks them
+// from `origin` and every other rank from its parent, re-posting them when it has children.
+// `data` is read at `origin`, written elsewhere.
+void pass_down_tree(Context& ctx, const Block& data, std::size_t first, std::size_t bytes,
+                    std::uint32_t origin);
+// The same for plain bytes.
 void pass_down_tree(Context& ctx, std::byte* data, std::size_t bytes, std::uint32_t origin);
 
 }  // namespace shmcoll::coll

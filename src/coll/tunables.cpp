@@ -1,7 +1,5 @@
 #include "coll/tunables.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -33,7 +31,7 @@ constexpr TunableInfo kTunables[] = {
     {"SHMCOLL_SLICES_MIN_RANKS", "3",
      "smallest team where large (all)reduces split the reduction into per-rank slices; at 2 ranks "
      "reading all slots is 1.7-2x faster (measured), above it slices move less data per rank"},
-    {"SHMCOLL_SPIN_NS", "50000, or 2000 when ranks outnumber cores",
+    {"SHMCOLL_SPIN_NS", "50000, or 2000 when ranks outnumber the CPUs they may use",
      "busy-wait before sleeping on a futex"},
     {"SHMCOLL_TIMEOUT", "0 (off)",
      "a wait longer than this fails with timeout: seconds, or with a unit as in 500ms or 2s"},
@@ -165,12 +163,11 @@ const char* algorithm_name(Algorithm algorithm) {
   return "?";
 }
 
-Tunables Tunables::from_env(std::uint32_t team_size) {
-  const bool oversubscribed = team_size > static_cast<std::uint32_t>(sysconf(_SC_NPROCESSORS_ONLN));
+Tunables Tunables::from_env() {
   Tunables t;
   t.slot_bytes = static_cast<std::size_t>(env_number("SHMCOLL_SLOT_BYTES", 256 << 10));
   t.heap_bytes = static_cast<std::size_t>(env_number("SHMCOLL_HEAP_BYTES", 64 << 20));
-  t.spin_ns = static_cast<long>(env_number("SHMCOLL_SPIN_NS", oversubscribed ? 2'000 : 50'000));
+  t.spin_ns = static_cast<long>(env_number("SHMCOLL_SPIN_NS", -1));
   t.timeout_ms = env_milliseconds("SHMCOLL_TIMEOUT");
   TeamTunables& team = t.team;
   team.direct_min = static_cast<std::uint64_t>(env_number("SHMCOLL_DIRECT_MIN", 8 << 10));
@@ -200,6 +197,11 @@ Tunables Tunables::from_env(std::uint32_t team_size) {
   team.hierarchy_entries = {};
   std::copy(levels.begin(), levels.end(), team.hierarchy_entries.begin());
   return t;
+}
+
+long Tunables::spin_for(bool ranks_share_cpus) const {
+  if (spin_ns >= 0) return spin_ns;
+  return ranks_share_cpus ? 2'000 : 50'000;
 }
 
 namespace {

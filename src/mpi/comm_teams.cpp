@@ -144,9 +144,20 @@ Team join_node_team(MPI_Comm comm) {
   return Team::join(name, rank, size, options);
 }
 
+int Route::size() const {
+  return team ? team->size() : nodes ? nodes->size() : 0;
+}
+
 Route route_of(MPI_Comm comm) {
   CachedTeam* cached = cached_of(comm);
   if (!cached) return {};
+  // A team that ended (every member learns it at its next call at the latest) is retired; the
+  // slot it held goes back to the cap.
+  if (cached->holds_team() && (cached->team ? cached->team->ended() : cached->spanning->ended())) {
+    cached->team.reset();
+    cached->spanning.reset();
+    --teams_alive;
+  }
   return {cached->team ? &*cached->team : nullptr, cached->spanning.get()};
 }
 

@@ -1,7 +1,9 @@
 // MPI datatypes as shmcoll Datatypes. A derived type is decoded once, by walking its
-// constructor tree with MPI_Type_get_envelope/contents, and cached per handle until
-// MPI_Type_free (a freed handle may come back as a different type). Also the layer's reused
-// arrays for v-collective arguments.
+// constructor tree with MPI_Type_get_envelope/contents (or, where that does not reach, by
+// probing MPI's packing: datatype_probe.cpp), and cached per handle until MPI_Type_free (a freed
+// handle may come back as a different type). Every rank must be able to describe its type, or
+// the ranks of one call would take different paths. Also the layer's reused arrays for
+// v-collective arguments.
 #include <array>
 #include <map>
 #include <vector>
@@ -99,7 +101,7 @@ std::optional<Datatype> decode_derived(MPI_Datatype type, int combiner, int int_
       return Datatype::resized(inner[0], addresses[0], addresses[1]);
     case MPI_COMBINER_SUBARRAY:
       return subarray(ints, inner[0]);
-    default:  // darray, Fortran parameterized types: PMPI
+    default:  // darray, and anything newer: probed where the type is committed
       return std::nullopt;
   }
 }
@@ -109,7 +111,11 @@ std::optional<Datatype> decode_derived(MPI_Datatype type, int combiner, int int_
 std::optional<Datatype> decode(MPI_Datatype type) {
   int int_count = 0, address_count = 0, type_count = 0, combiner = 0;
   PMPI_Type_get_envelope(type, &int_count, &address_count, &type_count, &combiner);
-  if (combiner == MPI_COMBINER_NAMED) return decode_named(type);
+  // Fortran's parameterized types (MPI_Type_create_f90_*) are basic types, as named ones are.
+  if (combiner == MPI_COMBINER_NAMED || combiner == MPI_COMBINER_F90_REAL ||
+      combiner == MPI_COMBINER_F90_COMPLEX || combiner == MPI_COMBINER_F90_INTEGER) {
+    return decode_named(type);
+  }
   auto made = decode_derived(type, combiner, int_count, address_count, type_count);
   if (!made) return std::nullopt;
   MPI_Aint lb = 0, extent = 0;
@@ -141,7 +147,11 @@ const Datatype* datatype_of(MPI_Datatype type) {
   if (type == MPI_DATATYPE_NULL) return nullptr;
   auto& types = decoded_types();
   auto found = types.find(type);
-  if (found == types.end()) found = types.emplace(type, decode(type)).first;
+  if (found == types.end()) {
+    std::optional<Datatype> made = decode(type);
+    if (!made) made = probe_datatype(type);  // (committed: a collective's types are)
+    found = types.emplace(type, std::move(made)).first;
+  }
   return found->second ? &*found->second : nullptr;
 }
 

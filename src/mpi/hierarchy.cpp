@@ -5,8 +5,6 @@
 
 #include <algorithm>
 
-#include "util/fail.hpp"
-
 namespace shmcoll::mpi {
 
 namespace {
@@ -57,14 +55,6 @@ void* NodeHierarchy::scratch(int which, std::size_t bytes) {
   return buffer.data();
 }
 
-void NodeHierarchy::check_root(const char* call, int root) const {
-  const auto size = static_cast<int>(node_of_rank_.size());
-  if (root < 0 || root >= size) {
-    fail(Errc::invalid_argument, call, " on rank ", rank_, ": root ", root, " is out of range [0, ",
-         size, ")");
-  }
-}
-
 void NodeHierarchy::barrier() {
   node_team_->barrier();  // everyone on this node has arrived
   if (leader()) PMPI_Barrier(leaders_);
@@ -73,17 +63,15 @@ void NodeHierarchy::barrier() {
 
 void NodeHierarchy::bcast(void* buffer, int count, MPI_Datatype type, const Datatype& shm_type,
                           int root) {
-  check_root("MPI_Bcast", root);
   const int root_node = node_of_rank_[root];
   const bool with_root = node_of_rank_[rank_] == root_node;
-  if (with_root) team_bcast(*node_team_, buffer, count, shm_type, node_rank_of_rank_[root]);
+  if (with_root) node_team_->bcast(buffer, count, shm_type, node_rank_of_rank_[root]);
   if (leader()) PMPI_Bcast(buffer, count, type, root_node, leaders_);
-  if (!with_root) team_bcast(*node_team_, buffer, count, shm_type, 0);
+  if (!with_root) node_team_->bcast(buffer, count, shm_type, 0);
 }
 
 void NodeHierarchy::reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
                            MPI_Op op, const Reduction& reduction, int root) {
-  check_root("MPI_Reduce", root);
   const std::size_t bytes = reduction.bytes(count);
   const void* input = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;  // in place: the root only
   void* partial = leader() ? scratch(0, bytes) : nullptr;
@@ -114,19 +102,6 @@ void NodeHierarchy::allreduce(const void* sendbuf, void* recvbuf, int count, MPI
     node_team_->reduce(input, nullptr, count, reduction.dtype, reduction.op, 0);
   }
   node_team_->bcast(recvbuf, count, reduction.dtype, 0);
-}
-
-void team_bcast(Team& team, void* buffer, int count, const Datatype& type, int root) {
-  if (type.is_contiguous()) {
-    // A negative count stays negative, for shmcoll's check to name.
-    const auto bytes = static_cast<std::int64_t>(count) * static_cast<std::int64_t>(type.size());
-    team.bcast(static_cast<std::byte*>(buffer) + type.lb(), bytes, Dtype::byte, root);
-    return;
-  }
-  const auto counts = repeat(count, team.size(), 0);
-  const auto displs = repeat(0, team.size(), 1);
-  void* own = team.rank() == root ? in_place : buffer;
-  team.scatterv(buffer, counts, displs, type, own, count, type, root);
 }
 
 }  // namespace shmcoll::mpi

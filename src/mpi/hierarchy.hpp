@@ -25,6 +25,9 @@ class NodeHierarchy {
   // reduced node by node.
   bool rank_ordered() const { return rank_ordered_; }
 
+  // Whether this node's team has ended (hierarchy calls then go to PMPI).
+  bool ended() const { return node_team_->ended(); }
+  int size() const { return static_cast<int>(node_of_rank_.size()); }
   void barrier();
   void bcast(void* buffer, int count, MPI_Datatype type, const Datatype& shm_type, int root);
   void reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
@@ -34,7 +37,6 @@ class NodeHierarchy {
 
  private:
   bool leader() const { return leaders_ != MPI_COMM_NULL; }
-  void check_root(const char* call, int root) const;
   // Node-local scratch for a leader's partial results, grown to the largest call seen, so later
   // calls of that size touch no new memory.
   void* scratch(int which, std::size_t bytes);
@@ -48,9 +50,5 @@ class NodeHierarchy {
   bool rank_ordered_ = false;
   std::vector<std::byte> scratch_[2];
 };
-
-// Broadcast on one team for any datatype: a predefined or contiguous type moves as its bytes;
-// another as a scatterv of the same block to every rank (the root reads it once per rank).
-void team_bcast(Team& team, void* buffer, int count, const Datatype& type, int root);
 
 }  // namespace shmcoll::mpi

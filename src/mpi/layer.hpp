@@ -8,6 +8,7 @@
 #include <chrono>
 #include <optional>
 #include <span>
+#include <string>
 
 #include "shmcoll/datatype.hpp"
 #include "shmcoll/shmcoll.hpp"
@@ -18,12 +19,15 @@ class NodeHierarchy;
 
 // Where a communicator's collectives run: on one team when all its members share this node, node
 // by node (hierarchy.hpp) when it spans nodes, or neither: PMPI (the layer is off, an
-// intercommunicator, the team cap reached). Made on first use by every member at once: this is
-// itself collective on `comm`, so every intercepted collective asks it first, before anything
-// else decides the path.
+// intercommunicator, the team cap reached, or the team ended: a mismatched call or a dead peer
+// failed it, and the communicator goes on through PMPI as it would without the layer). Made on
+// first use by every member at once: this is itself collective on `comm`, so every intercepted
+// collective asks it first, before anything else decides the path.
 struct Route {
   Team* team = nullptr;
   NodeHierarchy* nodes = nullptr;
+  // The communicator's size where shmcoll serves it, else 0.
+  int size() const;
 };
 Route route_of(MPI_Comm comm);
 // Joins a shmcoll team of all of `comm`'s members (collective on `comm`; the segment name goes
@@ -39,9 +43,13 @@ void set_thread_level(int provided);
 // Predefined MPI element types as shmcoll ones; nullopt: not an element type shmcoll reduces.
 std::optional<Dtype> dtype_of(MPI_Datatype type);
 // Any MPI datatype as a shmcoll Datatype: predefined ones, and derived ones decoded once with
-// MPI_Type_get_envelope/contents and cached until MPI_Type_free. Null: one it cannot decode
-// (MPI_Type_create_darray, Fortran parameterized types); the call goes to PMPI.
+// MPI_Type_get_envelope/contents (else probed) and cached until MPI_Type_free. Null only for a
+// type that neither reaches and that spans more than kProbeMaxBytes; the call goes to PMPI.
 const Datatype* datatype_of(MPI_Datatype type);
+// A committed type's typemap read back from MPI's own packing (datatype_probe.cpp); nullopt
+// beyond kProbeMaxBytes of true extent (the probe holds about six times that, once per type).
+inline constexpr std::size_t kProbeMaxBytes = std::size_t{16} << 20;
+std::optional<Datatype> probe_datatype(MPI_Datatype type);
 void forget_datatype(MPI_Datatype type);
 // Stands in for an argument the standard makes insignificant (never read).
 const Datatype& unused_type();
@@ -62,6 +70,8 @@ void forget_user_op(MPI_Op op);
 
 // A shmcoll error as an MPI error code, raised through the communicator's error handler.
 int raise_error(MPI_Comm comm, const Error& error);
+// An error of `error_class` with `message` (printed first when the handler is fatal).
+int raise_class(MPI_Comm comm, int error_class, const std::string& message);
 
 inline const void* send_of(const void* buffer) {
   return buffer == MPI_IN_PLACE ? in_place : buffer;
@@ -93,24 +103,28 @@ class CallTimer {
  public:
   explicit CallTimer(Collective which) : CallTimer(static_cast<int>(which)) {}
   static CallTimer for_reduce_local() { return CallTimer(kReduceLocalRow); }
-  // Records the call on destruction; `through_shmcoll()` before that marks the shmcoll path.
+  // Records the call on destruction: a PMPI call unless marked otherwise before.
   ~CallTimer();
   void through_shmcoll(std::size_t bytes) {
-    shmcoll_ = true;
+    outcome_ = Outcome::shmcoll;
     bytes_ = bytes;
   }
+  void failed_in_shmcoll() { outcome_ = Outcome::failed; }
+
+  enum class Outcome { pmpi, shmcoll, failed };
 
  private:
   explicit CallTimer(int row);
   int row_;
-  bool shmcoll_ = false;
+  Outcome outcome_ = Outcome::pmpi;
   std::size_t bytes_ = 0;
   std::chrono::steady_clock::time_point start_;
 };
 void print_statistics();
 
 // Runs `call` on the shmcoll path: success is recorded as `bytes` through shmcoll, a shmcoll
-// error is raised through the communicator's error handler.
+// error as a failure, raised through the communicator's error handler. A failure that ended the
+// team (a mismatch, a dead peer) retires it: the communicator's next calls go to PMPI.
 template <typename Call>
 int through_shmcoll(MPI_Comm comm, CallTimer& timer, std::size_t bytes, Call&& call) {
   try {
@@ -118,8 +132,31 @@ int through_shmcoll(MPI_Comm comm, CallTimer& timer, std::size_t bytes, Call&& c
     timer.through_shmcoll(bytes);
     return MPI_SUCCESS;
   } catch (const Error& error) {
+    timer.failed_in_shmcoll();
     return raise_error(comm, error);
   }
 }
+
+// The arguments MPI gives error classes of their own, checked where a call takes the shmcoll path,
+// before anything moves: a program sees MPI_ERR_ROOT or MPI_ERR_COUNT, as with its MPI alone
+// (where Debian's MPICH 4.0.2 crashes on a negative count: the class the standard names). Only
+// significant arguments are passed in. (A null datatype is MPI's to judge: such a call goes to
+// PMPI, as datatype_of and reduction_of have nothing for it.)
+class Arguments {
+ public:
+  Arguments(const char* call, int size) : call_(call), size_(size) {}
+  Arguments& root(int root);
+  Arguments& count(const char* name, int count);
+  Arguments& counts(const char* name, const int* counts);  // one per rank; null: insignificant
+  bool valid() const { return error_class_ == MPI_SUCCESS; }
+  // Raises the first bad argument's class through `comm`'s handler; the call counts as failed.
+  int raise(MPI_Comm comm, CallTimer& timer) const;
+
+ private:
+  const char* call_;
+  int size_;
+  int error_class_ = MPI_SUCCESS;
+  std::string message_;
+};
 
 }  // namespace shmcoll::mpi

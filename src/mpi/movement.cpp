@@ -27,14 +27,18 @@ std::size_t total_bytes(std::span<const std::int64_t> counts, const Datatype& ty
 // receive buffer. Returns the call's result, or nullopt when it goes to PMPI.
 using BlockPerRank = void (Team::*)(const void*, std::int64_t, const Datatype&, void*, std::int64_t,
                                     const Datatype&);
-std::optional<int> block_per_rank(BlockPerRank collective, CallTimer& timer, const void* sendbuf,
-                                  int sendcount, MPI_Datatype sendtype, void* recvbuf,
-                                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+std::optional<int> block_per_rank(BlockPerRank collective, const char* name, CallTimer& timer,
+                                  const void* sendbuf, int sendcount, MPI_Datatype sendtype,
+                                  void* recvbuf, int recvcount, MPI_Datatype recvtype,
+                                  MPI_Comm comm) {
   Team* team = route_of(comm).team;
   if (!team) return std::nullopt;
   const Datatype* send_type = type_if(sendbuf != MPI_IN_PLACE, sendtype);
   const Datatype* recv_type = datatype_of(recvtype);
   if (!send_type || !recv_type) return std::nullopt;
+  Arguments arguments(name, team->size());
+  if (sendbuf != MPI_IN_PLACE) arguments.count("sendcount", sendcount);
+  if (!arguments.count("recvcount", recvcount).valid()) return arguments.raise(comm, timer);
   return through_shmcoll(comm, timer, bytes_of(recvcount, *recv_type) * team->size(), [&] {
     (team->*collective)(send_of(sendbuf), sendcount, *send_type, recvbuf, recvcount, *recv_type);
   });
@@ -53,6 +57,11 @@ int MPI_Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void*
     const Datatype* send_type = type_if(at_root, sendtype);
     const Datatype* recv_type = type_if(!keeps_own, recvtype);
     if (send_type && recv_type) {
+      Arguments arguments("MPI_Scatter", team->size());
+      arguments.root(root);
+      if (at_root) arguments.count("sendcount", sendcount);
+      if (!keeps_own) arguments.count("recvcount", recvcount);
+      if (!arguments.valid()) return arguments.raise(comm, timer);
       return through_shmcoll(comm, timer, keeps_own ? 0 : bytes_of(recvcount, *recv_type), [&] {
         team->scatter(sendbuf, sendcount, *send_type, recv_of(recvbuf), recvcount, *recv_type,
                       root);
@@ -72,6 +81,10 @@ int MPI_Scatterv(const void* sendbuf, const int sendcounts[], const int displs[]
     const Datatype* send_type = type_if(at_root, sendtype);
     const Datatype* recv_type = type_if(!keeps_own, recvtype);
     if (send_type && recv_type) {
+      Arguments arguments("MPI_Scatterv", team->size());
+      arguments.root(root).counts("sendcounts", at_root ? sendcounts : nullptr);
+      if (!keeps_own) arguments.count("recvcount", recvcount);
+      if (!arguments.valid()) return arguments.raise(comm, timer);
       const auto counts = widen(at_root ? sendcounts : nullptr, team->size(), 0);
       const auto offsets = widen(at_root ? displs : nullptr, team->size(), 1);
       return through_shmcoll(comm, timer, keeps_own ? 0 : bytes_of(recvcount, *recv_type), [&] {
@@ -92,6 +105,11 @@ int MPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* 
     const Datatype* send_type = type_if(sendbuf != MPI_IN_PLACE, sendtype);
     const Datatype* recv_type = type_if(at_root, recvtype);
     if (send_type && recv_type) {
+      Arguments arguments("MPI_Gather", team->size());
+      arguments.root(root);
+      if (sendbuf != MPI_IN_PLACE) arguments.count("sendcount", sendcount);
+      if (at_root) arguments.count("recvcount", recvcount);
+      if (!arguments.valid()) return arguments.raise(comm, timer);
       const std::size_t bytes = at_root ? bytes_of(recvcount, *recv_type) * team->size() : 0;
       return through_shmcoll(comm, timer, bytes, [&] {
         team->gather(send_of(sendbuf), sendcount, *send_type, recvbuf, recvcount, *recv_type, root);
@@ -110,6 +128,10 @@ int MPI_Gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void*
     const Datatype* send_type = type_if(sendbuf != MPI_IN_PLACE, sendtype);
     const Datatype* recv_type = type_if(at_root, recvtype);
     if (send_type && recv_type) {
+      Arguments arguments("MPI_Gatherv", team->size());
+      arguments.root(root).counts("recvcounts", at_root ? recvcounts : nullptr);
+      if (sendbuf != MPI_IN_PLACE) arguments.count("sendcount", sendcount);
+      if (!arguments.valid()) return arguments.raise(comm, timer);
       const auto counts = widen(at_root ? recvcounts : nullptr, team->size(), 2);
       const auto offsets = widen(at_root ? displs : nullptr, team->size(), 3);
       return through_shmcoll(comm, timer, total_bytes(counts, *recv_type), [&] {
@@ -125,8 +147,8 @@ int MPI_Gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void*
 int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   CallTimer timer(Collective::allgather);
-  if (const auto done = block_per_rank(&Team::allgather, timer, sendbuf, sendcount, sendtype,
-                                       recvbuf, recvcount, recvtype, comm)) {
+  if (const auto done = block_per_rank(&Team::allgather, "MPI_Allgather", timer, sendbuf, sendcount,
+                                       sendtype, recvbuf, recvcount, recvtype, comm)) {
     return *done;
   }
   return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
@@ -140,6 +162,10 @@ int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, vo
     const Datatype* send_type = type_if(sendbuf != MPI_IN_PLACE, sendtype);
     const Datatype* recv_type = datatype_of(recvtype);
     if (send_type && recv_type) {
+      Arguments arguments("MPI_Allgatherv", team->size());
+      arguments.counts("recvcounts", recvcounts);
+      if (sendbuf != MPI_IN_PLACE) arguments.count("sendcount", sendcount);
+      if (!arguments.valid()) return arguments.raise(comm, timer);
       const auto counts = widen(recvcounts, team->size(), 2);
       const auto offsets = widen(displs, team->size(), 3);
       return through_shmcoll(comm, timer, total_bytes(counts, *recv_type), [&] {
@@ -154,8 +180,8 @@ int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, vo
 int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   CallTimer timer(Collective::alltoall);
-  if (const auto done = block_per_rank(&Team::alltoall, timer, sendbuf, sendcount, sendtype,
-                                       recvbuf, recvcount, recvtype, comm)) {
+  if (const auto done = block_per_rank(&Team::alltoall, "MPI_Alltoall", timer, sendbuf, sendcount,
+                                       sendtype, recvbuf, recvcount, recvtype, comm)) {
     return *done;
   }
   return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
@@ -170,6 +196,9 @@ int MPI_Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls
     const Datatype* send_type = type_if(sends, sendtype);
     const Datatype* recv_type = datatype_of(recvtype);
     if (send_type && recv_type) {
+      Arguments arguments("MPI_Alltoallv", team->size());
+      arguments.counts("sendcounts", sends ? sendcounts : nullptr).counts("recvcounts", recvcounts);
+      if (!arguments.valid()) return arguments.raise(comm, timer);
       const int size = team->size();
       const auto send_counts = widen(sends ? sendcounts : nullptr, size, 0);
       const auto send_offsets = widen(sends ? sdispls : nullptr, size, 1);
@@ -192,6 +221,9 @@ int MPI_Alltoallw(const void* sendbuf, const int sendcounts[], const int sdispls
   if (Team* team = route_of(comm).team) {
     const int size = team->size();
     const bool sends = sendbuf != MPI_IN_PLACE;
+    Arguments arguments("MPI_Alltoallw", size);
+    arguments.counts("sendcounts", sends ? sendcounts : nullptr).counts("recvcounts", recvcounts);
+    if (!arguments.valid()) return arguments.raise(comm, timer);
     const auto send_types = datatypes_of(sends ? sendtypes : nullptr, sendcounts, size, 0);
     const auto recv_types = datatypes_of(recvtypes, recvcounts, size, 1);
     if (send_types && recv_types) {

@@ -139,21 +139,52 @@ void forget_user_op(MPI_Op op) {
 }
 
 int raise_error(MPI_Comm comm, const Error& error) {
-  int code = MPI_ERR_OTHER;
-  switch (error.code()) {
-    case Errc::invalid_argument:
-      code = MPI_ERR_ARG;
-      break;
-    default:
-      break;
-  }
+  return raise_class(comm, error.code() == Errc::invalid_argument ? MPI_ERR_ARG : MPI_ERR_OTHER,
+                     error.what());
+}
+
+int raise_class(MPI_Comm comm, int error_class, const std::string& message) {
   MPI_Errhandler handler = MPI_ERRHANDLER_NULL;
   PMPI_Comm_get_errhandler(comm, &handler);
   // A fatal handler ends the job with MPI's own words; say ours first.
-  if (handler == MPI_ERRORS_ARE_FATAL) std::fprintf(stderr, "shmcoll: %s\n", error.what());
+  if (handler == MPI_ERRORS_ARE_FATAL) std::fprintf(stderr, "shmcoll: %s\n", message.c_str());
   if (handler != MPI_ERRHANDLER_NULL) PMPI_Errhandler_free(&handler);
-  PMPI_Comm_call_errhandler(comm, code);
-  return code;
+  PMPI_Comm_call_errhandler(comm, error_class);
+  return error_class;
+}
+
+Arguments& Arguments::root(int root) {
+  if (valid() && (root < 0 || root >= size_)) {
+    error_class_ = MPI_ERR_ROOT;
+    message_ = std::string(call_) + ": root " + std::to_string(root) + " is out of range [0, " +
+               std::to_string(size_) + ")";
+  }
+  return *this;
+}
+
+Arguments& Arguments::count(const char* name, int count) {
+  if (valid() && count < 0) {
+    error_class_ = MPI_ERR_COUNT;
+    message_ =
+        std::string(call_) + ": " + name + " must be non-negative, got " + std::to_string(count);
+  }
+  return *this;
+}
+
+Arguments& Arguments::counts(const char* name, const int* counts) {
+  for (int rank = 0; counts && valid() && rank < size_; ++rank) {
+    if (counts[rank] < 0) {
+      error_class_ = MPI_ERR_COUNT;
+      message_ = std::string(call_) + ": " + name + "[" + std::to_string(rank) +
+                 "] must be non-negative, got " + std::to_string(counts[rank]);
+    }
+  }
+  return *this;
+}
+
+int Arguments::raise(MPI_Comm comm, CallTimer& timer) const {
+  timer.failed_in_shmcoll();
+  return raise_class(comm, error_class_, message_);
 }
 
 }  // namespace shmcoll::mpi

@@ -19,6 +19,8 @@ std::optional<int> prefix(Prefix collective, CallTimer& timer, const void* sendb
   Team* team = route_of(comm).team;
   const auto reduction = team ? reduction_of(type, op) : std::nullopt;
   if (!reduction) return std::nullopt;
+  Arguments arguments("a prefix reduction", team->size());
+  if (!arguments.count("count", count).valid()) return arguments.raise(comm, timer);
   return through_shmcoll(comm, timer, reduction->bytes(count), [&] {
     (team->*collective)(send_of(sendbuf), recvbuf, count, reduction->dtype, reduction->op);
   });
@@ -39,10 +41,14 @@ int MPI_Barrier(MPI_Comm comm) {
 int MPI_Bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
   CallTimer timer(Collective::bcast);
   const Route route = route_of(comm);
-  const shmcoll::Datatype* shm_type = datatype_of(type);
+  const shmcoll::Datatype* shm_type = route.size() > 0 ? datatype_of(type) : nullptr;
+  if (shm_type) {
+    Arguments arguments("MPI_Bcast", route.size());
+    if (!arguments.root(root).count("count", count).valid()) return arguments.raise(comm, timer);
+  }
   if (shm_type && route.team) {
     return through_shmcoll(comm, timer, bytes_of(count, *shm_type),
-                           [&] { team_bcast(*route.team, buffer, count, *shm_type, root); });
+                           [&] { route.team->bcast(buffer, count, *shm_type, root); });
   }
   if (shm_type && route.nodes) {
     return through_shmcoll(comm, timer, bytes_of(count, *shm_type),
@@ -55,7 +61,11 @@ int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
                int root, MPI_Comm comm) {
   CallTimer timer(Collective::reduce);
   const Route route = route_of(comm);
-  const auto reduction = reduction_of(type, op);
+  const auto reduction = route.size() > 0 ? reduction_of(type, op) : std::nullopt;
+  if (reduction) {
+    Arguments arguments("MPI_Reduce", route.size());
+    if (!arguments.root(root).count("count", count).valid()) return arguments.raise(comm, timer);
+  }
   if (reduction && route.team) {
     // recvbuf is significant only at the root; elsewhere it may be anything.
     Team& team = *route.team;
@@ -77,7 +87,11 @@ int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype ty
                   MPI_Comm comm) {
   CallTimer timer(Collective::allreduce);
   const Route route = route_of(comm);
-  const auto reduction = reduction_of(type, op);
+  const auto reduction = route.size() > 0 ? reduction_of(type, op) : std::nullopt;
+  if (reduction) {
+    Arguments arguments("MPI_Allreduce", route.size());
+    if (!arguments.count("count", count).valid()) return arguments.raise(comm, timer);
+  }
   if (reduction && route.team) {
     return through_shmcoll(comm, timer, reduction->bytes(count), [&] {
       route.team->allreduce(send_of(sendbuf), recvbuf, count, reduction->dtype, reduction->op);
@@ -97,6 +111,8 @@ int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[
   Team* team = route_of(comm).team;
   const auto reduction = team ? reduction_of(type, op) : std::nullopt;
   if (reduction) {
+    Arguments arguments("MPI_Reduce_scatter", team->size());
+    if (!arguments.counts("recvcounts", recvcounts).valid()) return arguments.raise(comm, timer);
     const auto counts = widen(recvcounts, team->size(), 0);
     const int own = recvcounts ? recvcounts[team->rank()] : 0;
     return through_shmcoll(comm, timer, reduction->bytes(own), [&] {
@@ -112,6 +128,8 @@ int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, 
   Team* team = route_of(comm).team;
   const auto reduction = team ? reduction_of(type, op) : std::nullopt;
   if (reduction) {
+    Arguments arguments("MPI_Reduce_scatter_block", team->size());
+    if (!arguments.count("recvcount", recvcount).valid()) return arguments.raise(comm, timer);
     return through_shmcoll(comm, timer, reduction->bytes(recvcount), [&] {
       team->reduce_scatter_block(send_of(sendbuf), recvbuf, recvcount, reduction->dtype,
                                  reduction->op);

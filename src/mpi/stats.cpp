@@ -15,7 +15,7 @@ struct Tally {
   double seconds = 0;
 };
 struct Row {
-  Tally shmcoll, pmpi;
+  Tally shmcoll, pmpi, failed;
 };
 
 Row rows[kStatisticsRows];
@@ -42,7 +42,9 @@ CallTimer::~CallTimer() {
   if (!verbose()) return;
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start_;
   Row& row = rows[row_];
-  Tally& tally = shmcoll_ ? row.shmcoll : row.pmpi;
+  Tally& tally = outcome_ == Outcome::shmcoll  ? row.shmcoll
+                 : outcome_ == Outcome::failed ? row.failed
+                                               : row.pmpi;
   ++tally.calls;
   tally.bytes += static_cast<long>(bytes_);
   tally.seconds += took.count();
@@ -54,15 +56,16 @@ void print_statistics() {
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   if (rank != 0) return;
   std::fprintf(stderr,
-               "shmcoll MPI layer, rank 0: collective, calls through shmcoll / PMPI, bytes "
-               "through shmcoll, time in each (s)\n");
+               "shmcoll MPI layer, rank 0: collective, calls through shmcoll / PMPI / failed in "
+               "shmcoll, bytes through shmcoll, time in shmcoll and PMPI (s)\n");
   for (int which = 0; which < kStatisticsRows; ++which) {
     const Row& row = rows[which];
-    if (row.shmcoll.calls + row.pmpi.calls == 0) continue;
-    std::fprintf(stderr,
-                 "shmcoll:   %-20s shmcoll %8ld  pmpi %8ld  bytes %12ld  time %.6f / %.6f\n",
-                 row_name(which), row.shmcoll.calls, row.pmpi.calls, row.shmcoll.bytes,
-                 row.shmcoll.seconds, row.pmpi.seconds);
+    if (row.shmcoll.calls + row.pmpi.calls + row.failed.calls == 0) continue;
+    std::fprintf(
+        stderr,
+        "shmcoll:   %-20s shmcoll %8ld  pmpi %8ld  failed %4ld  bytes %12ld  time %.6f / %.6f\n",
+        row_name(which), row.shmcoll.calls, row.pmpi.calls, row.failed.calls, row.shmcoll.bytes,
+        row.shmcoll.seconds, row.pmpi.seconds);
   }
 }
 

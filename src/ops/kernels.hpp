@@ -32,9 +32,10 @@ inline bool overlaps_any(const void* out, const void* const* inputs, int first, 
 }
 
 // block[i] = in[0][i] op ... op in[G-1][i], or block[i] op in[0][i] op ... when `accumulate`.
+// `block` may be one of the inputs (an in-place reduction works on its own buffer): not
+// __restrict, so GCC vectorizes behind a run-time overlap check instead of assuming none.
 template <typename T, typename A, typename F, int G, bool accumulate>
-[[gnu::always_inline]] inline void combine_pass(A* __restrict block, const T* const* in,
-                                                std::size_t n) {
+[[gnu::always_inline]] inline void combine_pass(A* block, const T* const* in, std::size_t n) {
   const F f;
   for (std::size_t i = 0; i < n; ++i) {
     A acc = accumulate ? block[i] : widen(in[0][i]);
@@ -144,19 +145,21 @@ template <typename T>
 }  // namespace shmcoll::ops::kernels
 
 // The element types in three groups (one SIMD translation unit each): X(name, C++ type) for each.
-#define SHMCOLL_INTEGER_TYPES(X)                                                       \
-  X(i8, std::int8_t)                                                                   \
-  X(i16, std::int16_t)                                                                 \
-  X(i32, std::int32_t)                                                                 \
-  X(i64, std::int64_t) X(u8, std::uint8_t) X(u16, std::uint16_t) X(u32, std::uint32_t) \
-      X(u64, std::uint64_t) X(boolean, bool) X(character, char) X(wchar, wchar_t)      \
-          X(byte, std::byte)
-#define SHMCOLL_FLOATING_TYPES(X)                                                   \
-  X(f32, float)                                                                     \
-  X(f64, double)                                                                    \
-  X(f16, float16)                                                                   \
-  X(bf16, bfloat16) X(long_double, long double) X(complex_f32, std::complex<float>) \
-      X(complex_f64, std::complex<double>)
+#define SHMCOLL_INTEGER_TYPES(X)                                                     \
+  X(i8, std::int8_t)                                                                 \
+  X(i16, std::int16_t)                                                               \
+  X(i32, std::int32_t)                                                               \
+  X(i64, std::int64_t)                                                               \
+  X(u8, std::uint8_t)                                                                \
+  X(u16, std::uint16_t) X(u32, std::uint32_t) X(u64, std::uint64_t) X(boolean, bool) \
+      X(character, char) X(wchar, wchar_t) X(byte, std::byte)
+#define SHMCOLL_FLOATING_TYPES(X) \
+  X(f32, float)                   \
+  X(f64, double)                  \
+  X(f16, float16)                 \
+  X(bf16, bfloat16)               \
+  X(long_double, long double)     \
+  X(complex_f32, std::complex<float>) X(complex_f64, std::complex<double>)
 #define SHMCOLL_PAIR_TYPES(X) \
   X(float_int, float_int)     \
   X(double_int, double_int)   \

@@ -7,14 +7,16 @@
 //                                             count, the attach count, the warning flag,
 //                                             the first call mismatch seen and what rank 0
 //                                             publishes for the team (shared tunables).
-//   profiles_offset        RankProfile[n]    per rank one line pair written when it joins: its pid
-//                                             and what the layers above publish (where it runs),
-//                                             then `joined`. Members wait for each other here, so
-//                                             nobody touches a rank's area before it is placed.
+//   profiles_offset        RankProfile[n]    per rank two line pairs written when it joins: its
+//                                             pid and what the layers above publish (where it
+//                                             runs, the CPUs it may use), then `joined`. Members
+//                                             wait for each other here, so nobody touches a rank's
+//                                             area before it is placed.
 //   area_offset(r)         rank r's area     page-aligned, written only by rank r, so its pages
 //                                             can be placed on r's NUMA node before first touch:
 //     + 0                    RankControl       a 128-byte line pair with its round number (a futex
-//                                             word) and its `released` round, then
+//                                             word) and its `released` round, one with the CPU
+//                                             it last waited on, then
 //                                             kMessageLines message line pairs (round robin by
 //                                             round) that carry payloads of up to kMessageBytes
 //                                             beside their own round number and call signature,
@@ -54,7 +56,7 @@ inline constexpr std::size_t kLinePair = 128;  // adjacent-line prefetch makes 6
 inline constexpr std::size_t kPageBytes = 4096;
 inline constexpr std::size_t kLineBytes = 64;
 inline constexpr std::uint64_t kMagic = 0x4c4f43434d4853ull;  // "SHMCCOL"
-inline constexpr std::uint32_t kLayoutVersion = 6;
+inline constexpr std::uint32_t kLayoutVersion = 7;
 
 // What a member checks before trusting a segment; written once by the creator.
 struct SegmentIdentity {
@@ -134,19 +136,22 @@ struct alignas(kLinePair) RankControl {
   // The last round (in 64 bits: it may be compared many calls later) whose direct reads from
   // other ranks' heaps this rank finished. Sleepers wait on its low half (futex_word_of).
   alignas(64) std::atomic<std::uint64_t> released;
+  // The CPU this rank last started a slow wait on (sched_getcpu), so a rank that waits for it
+  // can tell that it shares that CPU and that spinning there only delays it.
+  alignas(kLinePair) std::atomic<std::int32_t> cpu;
   MessageLine messages[kMessageLines];
 };
-static_assert(sizeof(RankControl) == (1 + kMessageLines) * kLinePair);
+static_assert(sizeof(RankControl) == (2 + kMessageLines) * kLinePair);
 static_assert(sizeof(RankControl) <= kPageBytes);
 
-inline constexpr std::size_t kProfileBytes = 120;
+inline constexpr std::size_t kProfileBytes = 2 * kLinePair - 8;
 
 struct alignas(kLinePair) RankProfile {
   std::atomic<std::uint32_t> joined;  // futex word: 1 (release) once the rest is written
   std::atomic<std::int32_t> pid;
   alignas(8) std::byte data[kProfileBytes];  // meaning given by the layers above
 };
-static_assert(sizeof(RankProfile) == kLinePair);
+static_assert(sizeof(RankProfile) == 2 * kLinePair);
 
 static_assert(std::endian::native == std::endian::little, "futex_word_of takes the low half first");
 // The low half of a 64-bit word, which changes whenever the word does (by less than 2^32): a

@@ -19,6 +19,20 @@ long long now_ns() {
       .count();
 }
 
+// Moves the calling thread to `cpu` (the kernel migrates it before the call returns), then gives
+// it its affinity mask back, so it keeps whatever binding it had and the scheduler may move it
+// again. False when `cpu` is not in the mask.
+bool move_to_cpu(int cpu) {
+  cpu_set_t mask, target;
+  if (cpu < 0 || cpu >= CPU_SETSIZE || sched_getaffinity(0, sizeof mask, &mask) != 0) return false;
+  if (!CPU_ISSET(cpu, &mask)) return false;
+  CPU_ZERO(&target);
+  CPU_SET(cpu, &target);
+  if (sched_setaffinity(0, sizeof target, &target) != 0) return false;
+  sched_setaffinity(0, sizeof mask, &mask);
+  return true;
+}
+
 }  // namespace
 
 namespace {
@@ -56,6 +70,7 @@ void Rounds::join_team(std::span<const std::byte> profile_data,
   segment_.prefault_own_pages(rank_);
   RankControl& control = segment_.control(rank_);
   control.round.store(static_cast<std::uint32_t>(round_), std::memory_order_relaxed);
+  control.cpu.store(-1, std::memory_order_relaxed);  // not waited anywhere yet
   for (MessageLine& line : control.messages) {
     line.round.store(static_cast<std::uint32_t>(round_), std::memory_order_relaxed);
   }
@@ -78,7 +93,17 @@ void Rounds::wake_sleepers(const std::atomic<std::uint32_t>& futex_word) const {
   // the word is visible, so each side would miss the other's write and the sleeper would sleep a
   // whole slice.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (segment_.header().sleepers.load(std::memory_order_relaxed) != 0) futex_wake_all(futex_word);
+  if (segment_.header().sleepers.load(std::memory_order_relaxed) == 0) return;
+  futex_wake_all(futex_word);
+  // Where I run, for the rank I may just have woken (beside a system call, this costs nothing):
+  // a rank that never waits long itself would otherwise never say, and a sleeper woken onto my
+  // CPU could not tell that we share it.
+  note_my_cpu(sched_getcpu());
+}
+
+void Rounds::note_my_cpu(int cpu) const {
+  auto& word = segment_.control(rank_).cpu;
+  if (word.load(std::memory_order_relaxed) != cpu) word.store(cpu, std::memory_order_relaxed);
 }
 
 void Rounds::publish_message(std::uint32_t round, const void* data, std::size_t bytes) {
@@ -179,18 +204,40 @@ void Rounds::wait_for_release(std::uint32_t peer, std::int64_t target) {
   wait_slow(peer, target, reached, futex_word_of(word));
 }
 
+bool Rounds::shares_cpu_with(std::uint32_t peer, int my_cpu) const {
+  return peer != rank_ && segment_.control(peer).cpu.load(std::memory_order_relaxed) == my_cpu;
+}
+
+bool Rounds::move_off(int& my_cpu) {
+  if (policy_.home_cpu < 0 || my_cpu == policy_.home_cpu || !move_to_cpu(policy_.home_cpu)) {
+    return false;
+  }
+  my_cpu = sched_getcpu();
+  note_my_cpu(my_cpu);
+  return true;
+}
+
 template <typename Reached>
 void Rounds::wait_slow(std::uint32_t peer, std::int64_t round, Reached reached,
                        const std::atomic<std::uint32_t>& futex_word) {
   auto& header = segment_.header();
   const long long start = now_ns();
+  // Where I run, for peers that wait for me (written only when it changed: peers read the line).
+  int my_cpu = sched_getcpu();
+  note_my_cpu(my_cpu);
   // The clock is read every few pauses: a pause takes 10-140 cycles depending on the CPU, so
   // reading it rarely would stretch a short spin many times over.
   for (unsigned spins = 1;; ++spins) {
     if (reached()) return;
     if (header.abort_word.load(std::memory_order_relaxed) != 0) fail_aborted(peer);
     cpu_relax();
-    if (spins % 16 == 0 && now_ns() - start >= policy_.spin_ns) break;
+    if (spins % 16 != 0) continue;
+    if (now_ns() - start >= policy_.spin_ns) break;
+    // A peer that last said it runs on my CPU cannot run while I spin here: unbound ranks that
+    // the scheduler put together. Go home and spin on (each rank's home is its own, so a move
+    // never lands on a peer, even when what it said is out of date), or, already home or when
+    // the ranks outnumber their CPUs, give the CPU up at once.
+    if (spins == 16 && shares_cpu_with(peer, my_cpu) && !move_off(my_cpu)) break;
   }
 
   for (;;) {
@@ -200,6 +247,10 @@ void Rounds::wait_slow(std::uint32_t peer, std::int64_t round, Reached reached,
       futex_wait(futex_word, before, policy_.sleep_slice_ns);
     }
     header.sleepers.fetch_sub(1, std::memory_order_seq_cst);
+    // Linux's wake-up placement favours the waker's CPU, which is the peer I waited for: left
+    // there, we would share it and sleep on every call, which keeps us together.
+    my_cpu = sched_getcpu();
+    if (shares_cpu_with(peer, my_cpu)) move_off(my_cpu);
     if (reached()) return;
     if (header.abort_word.load(std::memory_order_acquire) != 0) fail_aborted(peer);
     if (peers_.has_exited(segment_, peer)) {

@@ -29,6 +29,10 @@ struct WaitPolicy {
   long spin_ns = 50'000;             // busy-wait this long before sleeping on the futex
   long sleep_slice_ns = 10'000'000;  // longest single futex sleep: liveness is checked this often
   long timeout_ms = 0;               // 0: wait forever (peers are still watched)
+  // A waiter that finds the rank it waits for on its own CPU moves to this CPU (of its affinity
+  // mask, and no other rank's; -1 when the team's ranks outnumber their CPUs), else it sleeps
+  // at once.
+  int home_cpu = -1;
 };
 
 class Rounds {
@@ -129,6 +133,10 @@ class Rounds {
   // Ends the team for everybody, naming `failed_rank` as the cause.
   void abort_team(std::uint32_t failed_rank) const { segment_.abort(failed_rank); }
 
+  // Changes how waits spin and sleep (once the team knows whether its ranks share CPUs).
+  void set_wait_policy(const WaitPolicy& policy) { policy_ = policy; }
+  const WaitPolicy& wait_policy() const { return policy_; }
+
   // Tests only: teams made after this count their rounds from `round` (as after that many
   // rounds), so the 32-bit words wrap and stale 64-bit ones can be tried in a short test.
   static void start_rounds_at_for_testing(std::int64_t round);
@@ -181,6 +189,12 @@ class Rounds {
   template <typename Reached>
   void wait_slow(std::uint32_t peer, std::int64_t round, Reached reached,
                  const std::atomic<std::uint32_t>& futex_word);
+  // Whether `peer` last said it runs on `my_cpu`; moving off it to my home CPU (when the policy
+  // gives one and I am elsewhere), noting where I now run.
+  bool shares_cpu_with(std::uint32_t peer, int my_cpu) const;
+  bool move_off(int& my_cpu);
+  // Publishes where I run (written only when it changed: peers read the line).
+  void note_my_cpu(int cpu) const;
   // After a store that a sleeper may wait for: wakes the word's sleepers, if any.
   void wake_sleepers(const std::atomic<std::uint32_t>& futex_word) const;
 

@@ -9,6 +9,12 @@
 extern int failures;
 void absorb(const void* data, size_t bytes);
 
+// Defined by the layer, so null when the program runs without it.
+extern const char* shmcoll_mpi_layer_version(void) __attribute__((weak));
+// Whether the layer runs every collective of this run itself: loaded, and not on pretend nodes
+// (there, all but barrier, bcast, reduce and allreduce go to the MPI underneath).
+int layer_serves_every_call(void);
+
 #define CHECK(cond, ...)                                    \
   do {                                                      \
     if (!(cond)) {                                          \
@@ -28,5 +34,7 @@ void matrix_chain(int last, int count, uint64_t* out);
 
 // Scatter(v), gather(v), allgather(v), alltoall(v/w), each in place and not, with derived types.
 void check_movement(MPI_Comm comm);
+// Every data-movement collective with different type maps of one signature on different ranks.
+void check_mixed_type_maps(MPI_Comm comm);
 // Reduce_scatter(_block), scan and exscan, in place and not, with a non-commutative op.
 void check_prefix_and_scatter_reductions(MPI_Comm comm);

@@ -7,14 +7,7 @@
 # allreduce; the rest go to PMPI on communicators spanning pretend nodes).
 set -euo pipefail
 mpirun=$1 program=$2 layer=$3 np=$4 fake_nodes=${5:-0}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-# Open MPI wants --oversubscribe for more ranks than cores; MPICH's hydra oversubscribes anyway.
-extra=()
-case "$("$mpirun" --version 2>&1)" in
-  *OpenRTE* | *"Open MPI"*) extra=(--oversubscribe --mca btl self,vader) ;;
-esac
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/mpi_launch.sh"
 
 "$mpirun" "${extra[@]}" -np "$np" "$program" > "$work/plain" 2> "$work/plain.err" ||
   { cat "$work/plain" "$work/plain.err"; echo "FAIL: the program fails without the layer"; exit 1; }

@@ -1,0 +1,113 @@
+// Whether a team's ranks share CPUs is judged from the CPUs they may use (affinity masks, cgroup
+// quotas), not from the machine's CPU count: a taskset or a container smaller than the machine
+// makes two unbound ranks share one CPU on a machine of many.
+#include "topo/cpu_budget.hpp"
+
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "api/team_state.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using shmcoll::topo::cgroup_quota_cpus;
+
+class FakeCgroups : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("shmcoll-cgroups-" + std::to_string(getpid()));
+    fs::remove_all(root_);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  void write(const fs::path& file, const std::string& text) {
+    fs::create_directories((root_ / file).parent_path());
+    std::ofstream(root_ / file) << text;
+  }
+  fs::path root_;
+};
+
+TEST_F(FakeCgroups, Version2TakesTheTightestQuotaOnThePathRoundedUp) {
+  write("cgroup.controllers", "cpu memory\n");
+  write("cpu.max", "max 100000\n");
+  write("jobs/cpu.max", "350000 100000\n");  // 3.5 CPUs: 4
+  write("jobs/job1/cpu.max", "max 100000\n");
+  EXPECT_EQ(cgroup_quota_cpus("0::/jobs/job1\n", root_), 4);
+  write("jobs/job1/cpu.max", "150000 100000\n");
+  EXPECT_EQ(cgroup_quota_cpus("0::/jobs/job1\n", root_), 2);
+  EXPECT_EQ(cgroup_quota_cpus("0::/\n", root_), 0) << "no quota at the root";
+}
+
+TEST_F(FakeCgroups, Version1AndHybridMounts) {
+  // v1's cpu controller (as docker --cpus=1.5 writes it) beside a hybrid unified/ mount.
+  write("cpu,cpuacct/docker/abc/cpu.cfs_quota_us", "150000\n");
+  write("cpu,cpuacct/docker/abc/cpu.cfs_period_us", "100000\n");
+  write("unified/cgroup.controllers", "\n");
+  write("unified/cpu.max", "max 100000\n");
+  EXPECT_EQ(cgroup_quota_cpus("12:cpu,cpuacct:/docker/abc\n0::/\n", root_), 2);
+  // Inside the container, /proc/self/cgroup names the host's path but the mount's root is ours.
+  fs::remove_all(root_ / "cpu,cpuacct");
+  write("cpu,cpuacct/cpu.cfs_quota_us", "100000\n");
+  write("cpu,cpuacct/cpu.cfs_period_us", "100000\n");
+  EXPECT_EQ(cgroup_quota_cpus("12:cpu,cpuacct:/docker/abc\n", root_), 1);
+  write("cpu,cpuacct/cpu.cfs_quota_us", "-1\n");
+  EXPECT_EQ(cgroup_quota_cpus("12:cpu,cpuacct:/docker/abc\n", root_), 0);
+  EXPECT_EQ(cgroup_quota_cpus("garbage\n\n3:memory:/x\n", root_), 0);
+}
+
+// The spin each rank of a real team settled on: short when its ranks share CPUs.
+long team_spin_ns(int ranks, shmcoll::Binding bind) {
+  struct Spins {
+    long spin_ns[4];
+  };
+  auto* spins = shmcoll::testing::shared_block<Spins>();
+  shmcoll::Options options;
+  options.bind = bind;
+  shmcoll::run(ranks, options, [&](shmcoll::Team& team) {
+    const auto& state = shmcoll::detail::TeamAccess::state(team);
+    spins->spin_ns[team.rank()] = state.rounds.wait_policy().spin_ns;
+  });
+  for (int rank = 1; rank < ranks; ++rank) EXPECT_EQ(spins->spin_ns[rank], spins->spin_ns[0]);
+  return spins->spin_ns[0];
+}
+
+TEST(CpuBudget, ATasksetSmallerThanTheTeamMakesRanksShare) {
+  cpu_set_t original;
+  ASSERT_EQ(sched_getaffinity(0, sizeof original, &original), 0);
+  const int allowed = CPU_COUNT(&original);
+  // As many ranks as this process may use: each gets one (on this 2-core machine, 2 ranks).
+  EXPECT_EQ(team_spin_ns(std::min(allowed, 4), shmcoll::Binding::none), 50'000);
+  // One more than that share them.
+  if (allowed < 4) {
+    EXPECT_EQ(team_spin_ns(allowed + 1, shmcoll::Binding::none), 2'000);
+  }
+  // A taskset of one CPU on a machine of several: two unbound ranks share it.
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &original)) {
+      CPU_SET(cpu, &one);
+      break;
+    }
+  }
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  const long restricted = team_spin_ns(2, shmcoll::Binding::none);
+  ASSERT_EQ(sched_setaffinity(0, sizeof original, &original), 0);
+  EXPECT_EQ(restricted, 2'000);
+  // Ranks bound to distinct cores do not share, although each one's own mask is a single core.
+  if (allowed >= 2) {
+    EXPECT_EQ(team_spin_ns(2, shmcoll::Binding::core), 50'000);
+  }
+}
+
+TEST(CpuBudget, AnExplicitSpinWins) {
+  shmcoll::testing::ScopedEnv spin("SHMCOLL_SPIN_NS", "1234");
+  EXPECT_EQ(team_spin_ns(2, shmcoll::Binding::none), 1234);
+}
+
+}  // namespace
