@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <exception>
 #include <optional>
 #include <span>
 
@@ -19,34 +18,41 @@ struct Call {
   // Fails when the Team was moved from: it holds no team any more.
   Call(const char* name_in, const std::unique_ptr<TeamState>& state_in)
       : name(name_in), state(live(name_in, state_in)) {}
-  // An error that leaves a call after its first round may have begun (a failed wait, a user op
-  // that throws, a check only possible mid-call) leaves the peers waiting for rounds that will
-  // never come, or for a release of memory they read: it ends the team, so every peer fails at
-  // once instead of hanging. Errors raised before (bad arguments) leave the team usable.
-  ~Call() {
-    if (started && std::uncaught_exceptions() > exceptions_at_start) {
-      state.rounds.abort_team(state.rounds.rank());
-    }
-  }
-  Call(const Call&) = delete;
-  Call& operator=(const Call&) = delete;
   const char* name;
   const TeamState& state;
-  mutable bool started = false;  // begin_call has run
 
  private:
   static const TeamState& live(const char* name, const std::unique_ptr<TeamState>& state) {
     if (!state) fail(Errc::invalid_argument, name, ": this Team was moved from; it has no team");
     return *state;
   }
-  const int exceptions_at_start = std::uncaught_exceptions();
 };
 
-// Tells the rounds which call follows (once its arguments have passed, before any data moves), so
-// the members can check that they all made the same one.
-inline void begin_call(const Call& call, TeamState& state, const coll::CallSignature& signature) {
+// Runs a call's algorithm once its arguments have passed, before any data moves: tells the
+// rounds which call it is, so the members can check that they all made the same one. An error
+// from the algorithm (a failed wait, a user op that throws, a check only possible mid-call)
+// leaves the peers waiting for rounds that will never come, or for a release of memory they
+// read: it ends the team, so every peer fails at once instead of hanging. (Errors raised before,
+// bad arguments, leave the team usable.)
+template <typename Algorithm>
+void run_call(TeamState& state, const coll::CallSignature& signature, Algorithm&& algorithm) {
   state.rounds.begin_call(state.tunables.team.check_calls ? signature.encode() : shm::Signature{});
-  call.started = true;
+  try {
+    algorithm();
+  } catch (...) {
+    state.rounds.abort_team(state.rounds.rank());
+    throw;
+  }
+}
+
+// A bcast of `bytes` contiguous bytes from `first` (whichever overload and layout each rank
+// called with: the rounds depend only on the bytes, which every rank agrees on).
+inline void run_contiguous_bcast(TeamState& state, void* first, std::size_t bytes, int root) {
+  static const Datatype kBytes(Dtype::byte);
+  run_call(state, {Collective::bcast, root, {}, {}, bytes}, [&] {
+    coll::bcast(state.context,
+                coll::Block{static_cast<std::byte*>(first), std::int64_t(bytes), &kBytes}, root);
+  });
 }
 
 template <typename... Parts>

@@ -47,8 +47,7 @@ void Team::deallocate_bytes(void* memory) {
 
 void Team::barrier() {
   const Call call{"barrier", state_};
-  begin_call(call, *state_, {Collective::barrier});
-  coll::barrier(state_->context);
+  run_call(*state_, {Collective::barrier}, [&] { coll::barrier(state_->context); });
 }
 
 void Team::bcast(void* buffer, std::int64_t count, Dtype dtype, int root) {
@@ -56,9 +55,7 @@ void Team::bcast(void* buffer, std::int64_t count, Dtype dtype, int root) {
   const std::size_t bytes = checked_bytes(call, count, dtype);
   check_root(call, root);
   check_buffer(call, "buffer", buffer, bytes);
-  begin_call(call, *state_, {Collective::bcast, root, {}, {}, bytes});
-  const Datatype type(dtype);  // the predefined types' own: nothing is allocated
-  coll::bcast(state_->context, coll::Block{static_cast<std::byte*>(buffer), count, &type}, root);
+  run_contiguous_bcast(*state_, buffer, bytes, root);
 }
 
 void Team::reduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype dtype, const Op& op,
@@ -79,10 +76,13 @@ void Team::reduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype 
       check_no_overlap(call, sendbuf, recvbuf, bytes);
     }
   }
-  begin_call(call, *state_,
-             {Collective::reduce, root, op.kind(), static_cast<int>(dtype),
-              static_cast<std::uint64_t>(count)});
-  coll::reduce(state_->context, sendbuf, recvbuf, static_cast<std::size_t>(count), dtype, op, root);
+  run_call(*state_,
+           {Collective::reduce, root, op.kind(), static_cast<int>(dtype),
+            static_cast<std::uint64_t>(count)},
+           [&] {
+             coll::reduce(state_->context, sendbuf, recvbuf, static_cast<std::size_t>(count), dtype,
+                          op, root);
+           });
 }
 
 void Team::allreduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype dtype,
@@ -91,13 +91,16 @@ void Team::allreduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dty
   const std::size_t bytes = checked_bytes(call, count, dtype);
   check_op(call, op, dtype);
   sendbuf = input_buffer(call, sendbuf, recvbuf, bytes);
-  begin_call(call, *state_,
-             {Collective::allreduce,
-              {},
-              op.kind(),
-              static_cast<int>(dtype),
-              static_cast<std::uint64_t>(count)});
-  coll::allreduce(state_->context, sendbuf, recvbuf, static_cast<std::size_t>(count), dtype, op);
+  run_call(*state_,
+           {Collective::allreduce,
+            {},
+            op.kind(),
+            static_cast<int>(dtype),
+            static_cast<std::uint64_t>(count)},
+           [&] {
+             coll::allreduce(state_->context, sendbuf, recvbuf, static_cast<std::size_t>(count),
+                             dtype, op);
+           });
 }
 
 namespace {
@@ -121,8 +124,9 @@ void run_reduce_scatter(const Call& call, const void* sendbuf, void* recvbuf,
   }
   signature.op = op.kind();
   signature.dtype = static_cast<int>(dtype);
-  begin_call(call, state, signature);
-  coll::reduce_scatter(state.context, sendbuf, recvbuf, counts, dtype, op, in_place_send);
+  run_call(state, signature, [&] {
+    coll::reduce_scatter(state.context, sendbuf, recvbuf, counts, dtype, op, in_place_send);
+  });
 }
 
 void run_scan(const Call& call, const void* sendbuf, void* recvbuf, std::int64_t count, Dtype dtype,
@@ -130,14 +134,16 @@ void run_scan(const Call& call, const void* sendbuf, void* recvbuf, std::int64_t
   const std::size_t bytes = checked_bytes(call, count, dtype);
   check_op(call, op, dtype);
   sendbuf = input_buffer(call, sendbuf, recvbuf, bytes);
-  begin_call(call, state,
-             {exclusive ? Collective::exscan : Collective::scan,
-              {},
-              op.kind(),
-              static_cast<int>(dtype),
-              static_cast<std::uint64_t>(count)});
-  coll::scan(state.context, sendbuf, recvbuf, static_cast<std::size_t>(count), dtype, op,
-             exclusive);
+  run_call(state,
+           {exclusive ? Collective::exscan : Collective::scan,
+            {},
+            op.kind(),
+            static_cast<int>(dtype),
+            static_cast<std::uint64_t>(count)},
+           [&] {
+             coll::scan(state.context, sendbuf, recvbuf, static_cast<std::size_t>(count), dtype, op,
+                        exclusive);
+           });
 }
 
 }  // namespace

@@ -66,9 +66,14 @@ coll::Block root_block(const Call& call, const char* buffer_name, const void* bu
 void Team::bcast(void* buffer, std::int64_t count, const Datatype& type, int root) {
   const Call call{"bcast", state_};
   check_root(call, root);
+  if (type.is_contiguous()) {  // every predefined type: no layout to check or walk
+    const std::size_t bytes = checked_bytes(call, "count", count, type);
+    check_buffer(call, "buffer", buffer, bytes);
+    return run_contiguous_bcast(*state_, address_plus(buffer, type.lb()), bytes, root);
+  }
   const coll::Block data = checked_block(call, "buffer", buffer, "count", count, type);
-  begin_call(call, *state_, {Collective::bcast, root, {}, {}, bytes_of(count, type)});
-  coll::bcast(state_->context, data, root);
+  run_call(*state_, {Collective::bcast, root, {}, {}, bytes_of(count, type)},
+           [&] { coll::bcast(state_->context, data, root); });
 }
 
 void Team::scatter(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
@@ -84,8 +89,8 @@ void Team::scatter(const void* sendbuf, std::int64_t sendcount, const Datatype& 
   const std::uint64_t block_bytes =
       at_root ? bytes_of(sendcount, sendtype) : bytes_of(recvcount, recvtype);
   if (at_root) check_not_aliased(call, data_span(send, size()), data_span(recv));
-  begin_call(call, *state_, {Collective::scatter, root, {}, {}, block_bytes});
-  coll::scatter(state_->context, send, recv, root, false);
+  run_call(*state_, {Collective::scatter, root, {}, {}, block_bytes},
+           [&] { coll::scatter(state_->context, send, recv, root, false); });
 }
 
 void Team::scatterv(const void* sendbuf, std::span<const std::int64_t> sendcounts,
@@ -100,8 +105,8 @@ void Team::scatterv(const void* sendbuf, std::span<const std::int64_t> sendcount
                                                 "displs", displs, sendtype)
                                     : kNoLayout;
   if (at_root) check_not_aliased(call, data_span(send, size()), data_span(recv));
-  begin_call(call, *state_, {Collective::scatterv, root});
-  coll::scatter(state_->context, send, recv, root, true);
+  run_call(*state_, {Collective::scatterv, root},
+           [&] { coll::scatter(state_->context, send, recv, root, true); });
 }
 
 void Team::gather(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
@@ -117,8 +122,8 @@ void Team::gather(const void* sendbuf, std::int64_t sendcount, const Datatype& s
   const std::uint64_t block_bytes =
       at_root ? bytes_of(recvcount, recvtype) : bytes_of(sendcount, sendtype);
   if (at_root) check_not_aliased(call, data_span(send), data_span(recv, size()));
-  begin_call(call, *state_, {Collective::gather, root, {}, {}, block_bytes});
-  coll::gather(state_->context, send, recv, root, false);
+  run_call(*state_, {Collective::gather, root, {}, {}, block_bytes},
+           [&] { coll::gather(state_->context, send, recv, root, false); });
 }
 
 void Team::gatherv(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
@@ -136,8 +141,8 @@ void Team::gatherv(const void* sendbuf, std::int64_t sendcount, const Datatype& 
     check_not_aliased(call, data_span(send), data_span(recv, size()));
     check_receive_blocks(call, recv, *state_);
   }
-  begin_call(call, *state_, {Collective::gatherv, root});
-  coll::gather(state_->context, send, recv, root, true);
+  run_call(*state_, {Collective::gatherv, root},
+           [&] { coll::gather(state_->context, send, recv, root, true); });
 }
 
 void Team::allgather(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
@@ -152,8 +157,8 @@ void Team::allgather(const void* sendbuf, std::int64_t sendcount, const Datatype
   const std::uint64_t block_bytes =
       in_place_send ? bytes_of(recvcount, recvtype) : bytes_of(sendcount, sendtype);
   check_not_aliased(call, data_span(send), data_span(recv, size()));  // send is empty in place
-  begin_call(call, *state_, {Collective::allgather, {}, {}, {}, block_bytes});
-  coll::allgather(state_->context, send, recv, in_place_send);
+  run_call(*state_, {Collective::allgather, {}, {}, {}, block_bytes},
+           [&] { coll::allgather(state_->context, send, recv, in_place_send); });
 }
 
 void Team::allgatherv(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
@@ -168,9 +173,9 @@ void Team::allgatherv(const void* sendbuf, std::int64_t sendcount, const Datatyp
       checked_v(call, "recvbuf", recvbuf, "recvcounts", recvcounts, "displs", displs, recvtype);
   check_not_aliased(call, data_span(send), data_span(recv, size()));
   check_receive_blocks(call, recv, *state_);
-  begin_call(call, *state_,
-             {Collective::allgatherv, {}, {}, {}, coll::hash_counts(recvcounts, recvtype.size())});
-  coll::allgather(state_->context, send, recv, in_place_send);
+  run_call(*state_,
+           {Collective::allgatherv, {}, {}, {}, coll::hash_counts(recvcounts, recvtype.size())},
+           [&] { coll::allgather(state_->context, send, recv, in_place_send); });
 }
 
 void Team::alltoall(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
@@ -185,8 +190,8 @@ void Team::alltoall(const void* sendbuf, std::int64_t sendcount, const Datatype&
   const std::uint64_t block_bytes =
       in_place_send ? bytes_of(recvcount, recvtype) : bytes_of(sendcount, sendtype);
   if (!in_place_send) check_not_aliased(call, data_span(send, size()), data_span(recv, size()));
-  begin_call(call, *state_, {Collective::alltoall, {}, {}, {}, block_bytes});
-  coll::alltoall(state_->context, send, recv, in_place_send, false);
+  run_call(*state_, {Collective::alltoall, {}, {}, {}, block_bytes},
+           [&] { coll::alltoall(state_->context, send, recv, in_place_send, false); });
 }
 
 void Team::alltoallv(const void* sendbuf, std::span<const std::int64_t> sendcounts,
@@ -202,8 +207,8 @@ void Team::alltoallv(const void* sendbuf, std::span<const std::int64_t> sendcoun
                                                       sendcounts, "sdispls", sdispls, sendtype);
   if (!in_place_send) check_not_aliased(call, data_span(send, size()), data_span(recv, size()));
   check_receive_blocks(call, recv, *state_);
-  begin_call(call, *state_, {Collective::alltoallv});
-  coll::alltoall(state_->context, send, recv, in_place_send, true);
+  run_call(*state_, {Collective::alltoallv},
+           [&] { coll::alltoall(state_->context, send, recv, in_place_send, true); });
 }
 
 void Team::alltoallw(const void* sendbuf, std::span<const std::int64_t> sendcounts,
@@ -225,8 +230,8 @@ void Team::alltoallw(const void* sendbuf, std::span<const std::int64_t> sendcoun
       in_place_send ? recv : coll::Layout::w(sendbuf, sendcounts, sdispls, sendtypes);
   if (!in_place_send) check_not_aliased(call, data_span(send, size()), data_span(recv, size()));
   check_receive_blocks(call, recv, *state_);
-  begin_call(call, *state_, {Collective::alltoallw});
-  coll::alltoall(state_->context, send, recv, in_place_send, true);
+  run_call(*state_, {Collective::alltoallw},
+           [&] { coll::alltoall(state_->context, send, recv, in_place_send, true); });
 }
 
 }  // namespace shmcoll

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "coll/signature.hpp"
+#include "shm/futex.hpp"
 #include "shm/placement.hpp"
 
 namespace shmcoll::detail {
@@ -72,20 +73,23 @@ topo::Tree join_and_build_tree(shm::Rounds& rounds, const topo::Location& locati
   static_assert(std::is_trivially_copyable_v<MemberProfile>);
   static_assert(sizeof(coll::TeamTunables) <= shm::kTeamDataBytes);
   static_assert(std::is_trivially_copyable_v<coll::TeamTunables>);
-  const MemberProfile mine{location, topo::CpuBudget::of_this_process()};
+  const MemberProfile mine{location, topo::CpuBudget::of_this_process(),
+                           shm::register_for_global_membarrier()};
   rounds.set_mismatch_describer(&coll::describe_mismatch);
   rounds.join_team(std::as_bytes(std::span(&mine, 1)), std::as_bytes(std::span(&tunables.team, 1)));
   adopt_team_tunables(rounds, tunables);
   std::vector<MemberProfile> members(rounds.size());
   std::vector<topo::Location> where(rounds.size());
+  bool membarrier = true;
   for (std::uint32_t rank = 0; rank < rounds.size(); ++rank) {
     std::memcpy(&members[rank], rounds.profile_data(rank), sizeof(MemberProfile));
     where[rank] = members[rank].location;
+    membarrier = membarrier && members[rank].membarrier;
   }
   // Each rank's home is the rank-th CPU of its mask: distinct among ranks that share a mask and
   // fit it, and for a bound rank the one it is bound to.
-  rounds.set_wait_policy(
-      wait_policy(tunables, ranks_share_cpus(members), mine.budget.nth_allowed(rounds.rank())));
+  rounds.set_wait_policy(wait_policy(tunables, ranks_share_cpus(members),
+                                     mine.budget.nth_allowed(rounds.rank()), membarrier));
   return topo::Tree::build(where, tunables.team.hierarchy());
 }
 

@@ -15,19 +15,27 @@
 namespace shmcoll::detail {
 
 // `home_cpu`: where a waiter that finds its peer on its own CPU moves (-1: it does not move).
+// `membarrier`: every member registered for global membarriers. Where ranks do not share CPUs,
+// sleeps are rare, so sleepers take the handshake's cost (a membarrier) off every publish; where
+// they do, sleeps are frequent and publishers fence.
 inline shm::WaitPolicy wait_policy(const coll::Tunables& tunables, bool ranks_share_cpus,
-                                   int home_cpu = -1) {
+                                   int home_cpu = -1, bool membarrier = false) {
   shm::WaitPolicy policy;  // keeps the default sleep slice
   policy.spin_ns = tunables.spin_for(ranks_share_cpus);
   policy.timeout_ms = tunables.timeout_ms;
   policy.home_cpu = ranks_share_cpus ? -1 : home_cpu;
+  if (membarrier && !ranks_share_cpus) {
+    policy.handshake = shm::WaitPolicy::Handshake::sleeper_membarrier;
+  }
   return policy;
 }
 
-// What a member publishes when it joins: where it runs and the CPUs it may use.
+// What a member publishes when it joins: where it runs, the CPUs it may use, and whether it
+// registered for global membarriers (WaitPolicy::Handshake).
 struct MemberProfile {
   topo::Location location;
   topo::CpuBudget budget;
+  bool membarrier;
 };
 // Whether the team's ranks outnumber the CPUs they may use together: the union of their affinity
 // masks, capped by their cgroup quota. Bound ranks on distinct cores do not; unbound ranks under

@@ -1,6 +1,8 @@
 // Broadcast of a typed block: every rank runs the same algorithm, chosen from the bytes all ranks
 // agree on, and packs or unpacks with its own type map (MPI requires the ranks' type signatures
 // to match, not their layouts: a root may send contiguous ints that others receive as a column).
+#include <cstring>
+
 #include "coll/chunks.hpp"
 #include "coll/collectives.hpp"
 #include "coll/tree_steps.hpp"
@@ -9,18 +11,26 @@ namespace shmcoll::coll {
 
 namespace {
 
-// One round: the root posts the payload in its message line pair; the others copy it out.
+// One round: the root posts the payload in its message line pair; the others copy it out (a
+// contiguous layout straight, as the packing would only add its bookkeeping to a few bytes).
 void bcast_inline(Context& ctx, const Block& data, std::size_t bytes, std::uint32_t root) {
   shm::Rounds& rounds = ctx.rounds;
   const std::uint32_t round = rounds.begin();
+  const bool contiguous = data.type->is_contiguous();
+  std::byte* first = data.base + data.type->lb();
   if (rounds.rank() == root) {
     alignas(8) std::byte line[shm::kMessageBytes];
-    data.type->pack_range(data.base, data.count, 0, bytes, line);
-    rounds.publish_message(round, line, bytes);
+    if (!contiguous) data.type->pack_range(data.base, data.count, 0, bytes, line);
+    rounds.publish_message(round, contiguous ? first : line, bytes);
     return;
   }
   rounds.publish(round);
-  data.type->unpack_range(rounds.wait_message(root, round), data.count, 0, bytes, data.base);
+  const std::byte* posted = rounds.wait_message(root, round);
+  if (contiguous) {
+    std::memcpy(first, posted, bytes);
+  } else {
+    data.type->unpack_range(posted, data.count, 0, bytes, data.base);
+  }
 }
 
 // One round per chunk. The root fills its two slots alternately, so it packs chunk k+1 while

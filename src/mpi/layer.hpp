@@ -142,21 +142,38 @@ int through_shmcoll(MPI_Comm comm, CallTimer& timer, std::size_t bytes, Call&& c
 // (where Debian's MPICH 4.0.2 crashes on a negative count: the class the standard names). Only
 // significant arguments are passed in. (A null datatype is MPI's to judge: such a call goes to
 // PMPI, as datatype_of and reduction_of have nothing for it.)
+// Checked on every call, so the checks are inline and the message is made only when raised.
 class Arguments {
  public:
   Arguments(const char* call, int size) : call_(call), size_(size) {}
-  Arguments& root(int root);
-  Arguments& count(const char* name, int count);
-  Arguments& counts(const char* name, const int* counts);  // one per rank; null: insignificant
+  Arguments& root(int root) {
+    if (valid() && (root < 0 || root >= size_)) bad(MPI_ERR_ROOT, "root", -1, root);
+    return *this;
+  }
+  Arguments& count(const char* name, int count) {
+    if (valid() && count < 0) bad(MPI_ERR_COUNT, name, -1, count);
+    return *this;
+  }
+  Arguments& counts(const char* name, const int* counts) {  // one per rank; null: insignificant
+    for (int rank = 0; counts && valid() && rank < size_; ++rank) {
+      if (counts[rank] < 0) bad(MPI_ERR_COUNT, name, rank, counts[rank]);
+    }
+    return *this;
+  }
   bool valid() const { return error_class_ == MPI_SUCCESS; }
   // Raises the first bad argument's class through `comm`'s handler; the call counts as failed.
   int raise(MPI_Comm comm, CallTimer& timer) const;
 
  private:
+  void bad(int error_class, const char* name, int index, int value) {
+    error_class_ = error_class, name_ = name, index_ = index, value_ = value;
+  }
   const char* call_;
   int size_;
   int error_class_ = MPI_SUCCESS;
-  std::string message_;
+  const char* name_ = nullptr;  // the first bad argument, its index (-1: not an array), value
+  int index_ = -1;
+  int value_ = 0;
 };
 
 }  // namespace shmcoll::mpi

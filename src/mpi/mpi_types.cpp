@@ -153,38 +153,19 @@ int raise_class(MPI_Comm comm, int error_class, const std::string& message) {
   return error_class;
 }
 
-Arguments& Arguments::root(int root) {
-  if (valid() && (root < 0 || root >= size_)) {
-    error_class_ = MPI_ERR_ROOT;
-    message_ = std::string(call_) + ": root " + std::to_string(root) + " is out of range [0, " +
-               std::to_string(size_) + ")";
-  }
-  return *this;
-}
-
-Arguments& Arguments::count(const char* name, int count) {
-  if (valid() && count < 0) {
-    error_class_ = MPI_ERR_COUNT;
-    message_ =
-        std::string(call_) + ": " + name + " must be non-negative, got " + std::to_string(count);
-  }
-  return *this;
-}
-
-Arguments& Arguments::counts(const char* name, const int* counts) {
-  for (int rank = 0; counts && valid() && rank < size_; ++rank) {
-    if (counts[rank] < 0) {
-      error_class_ = MPI_ERR_COUNT;
-      message_ = std::string(call_) + ": " + name + "[" + std::to_string(rank) +
-                 "] must be non-negative, got " + std::to_string(counts[rank]);
-    }
-  }
-  return *this;
-}
-
 int Arguments::raise(MPI_Comm comm, CallTimer& timer) const {
   timer.failed_in_shmcoll();
-  return raise_class(comm, error_class_, message_);
+  char index[16] = "";
+  if (index_ >= 0) std::snprintf(index, sizeof index, "[%d]", index_);
+  char message[160];
+  if (error_class_ == MPI_ERR_ROOT) {
+    std::snprintf(message, sizeof message, "%s: %s %d is out of range [0, %d)", call_, name_,
+                  value_, size_);
+  } else {
+    std::snprintf(message, sizeof message, "%s: %s%s must be non-negative, got %d", call_, name_,
+                  index, value_);
+  }
+  return raise_class(comm, error_class_, message);
 }
 
 }  // namespace shmcoll::mpi

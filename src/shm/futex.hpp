@@ -3,6 +3,7 @@
 #pragma once
 
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,6 +25,18 @@ inline void futex_wait(const std::atomic<std::uint32_t>& word, std::uint32_t exp
 inline void futex_wake_all(const std::atomic<std::uint32_t>& word) {
   syscall(SYS_futex, reinterpret_cast<const std::uint32_t*>(&word), FUTEX_WAKE, INT_MAX, nullptr,
           nullptr, 0);
+}
+
+// membarrier(2), global expedited: a full memory barrier on every CPU that runs a thread of a
+// process that registered (sleepers use it so that publishers need no fence of their own).
+// Registration is once per process; false where the kernel or a seccomp filter refuses it.
+inline bool register_for_global_membarrier() {
+  static const bool registered =
+      syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
+  return registered;
+}
+inline void global_membarrier() {
+  syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0);
 }
 
 inline void cpu_relax() {

@@ -120,14 +120,14 @@ inline constexpr std::uint32_t kMessageLines = 8;
 
 // Every round a rank publishes has a record here, message or not: its round number, the
 // signature of the collective call it belongs to and a digest of the signature of the call
-// before (0: not checked), which readers compare with their own. The count half of the signature
-// sits after the data, so the flag's line carries 48 bytes of it.
+// before (0: not checked), which readers compare with their own. All of it sits in the flag's
+// 64-byte line, so a check costs no second line; that line also carries 40 bytes of data.
 struct alignas(kLinePair) MessageLine {
   std::atomic<std::uint32_t> round;  // set (release) after the rest
   std::atomic<std::uint32_t> previous_digest;
   std::atomic<std::uint64_t> signature_call;
-  alignas(8) std::byte data[kMessageBytes];  // 8-aligned for every element type up to 64 bits
   std::atomic<std::uint64_t> signature_count;
+  alignas(8) std::byte data[kMessageBytes];  // 8-aligned for every element type up to 64 bits
 };
 static_assert(sizeof(MessageLine) == kLinePair);
 

@@ -88,11 +88,12 @@ void Rounds::join_team(std::span<const std::byte> profile_data,
 }
 
 void Rounds::wake_sleepers(const std::atomic<std::uint32_t>& futex_word) const {
-  // Closes the lost wake-up window: a sleeper counts itself in `sleepers` (a locked add) and
-  // then reads the word; without a full fence here, x86 may read `sleepers` before our store to
-  // the word is visible, so each side would miss the other's write and the sleeper would sleep a
-  // whole slice.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  // Closes the lost wake-up window (WaitPolicy::Handshake): without a fence, here or the
+  // sleeper's membarrier, x86 may read `sleepers` before our store to the word is visible, so
+  // each side would miss the other's write and the sleeper would sleep a whole slice.
+  if (policy_.handshake == WaitPolicy::Handshake::publisher_fence) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  }
   if (segment_.header().sleepers.load(std::memory_order_relaxed) == 0) return;
   futex_wake_all(futex_word);
   // Where I run, for the rank I may just have woken (beside a system call, this costs nothing):
@@ -222,9 +223,7 @@ void Rounds::wait_slow(std::uint32_t peer, std::int64_t round, Reached reached,
                        const std::atomic<std::uint32_t>& futex_word) {
   auto& header = segment_.header();
   const long long start = now_ns();
-  // Where I run, for peers that wait for me (written only when it changed: peers read the line).
-  int my_cpu = sched_getcpu();
-  note_my_cpu(my_cpu);
+  int my_cpu = -1;
   // The clock is read every few pauses: a pause takes 10-140 cycles depending on the CPU, so
   // reading it rarely would stretch a short spin many times over.
   for (unsigned spins = 1;; ++spins) {
@@ -232,16 +231,22 @@ void Rounds::wait_slow(std::uint32_t peer, std::int64_t round, Reached reached,
     if (header.abort_word.load(std::memory_order_relaxed) != 0) fail_aborted(peer);
     cpu_relax();
     if (spins % 16 != 0) continue;
+    if (spins == 16) {
+      // A wait this long (a short one pays nothing): say where I run, for peers that wait for
+      // me. A peer that last said it runs on my CPU cannot run while I spin here: unbound ranks
+      // the scheduler put together. Go home and spin on (each rank's home is its own, so a move
+      // never lands on a peer, even when what it said is out of date), or, already home or when
+      // the ranks outnumber their CPUs, give the CPU up at once.
+      my_cpu = sched_getcpu();
+      note_my_cpu(my_cpu);
+      if (shares_cpu_with(peer, my_cpu) && !move_off(my_cpu)) break;
+    }
     if (now_ns() - start >= policy_.spin_ns) break;
-    // A peer that last said it runs on my CPU cannot run while I spin here: unbound ranks that
-    // the scheduler put together. Go home and spin on (each rank's home is its own, so a move
-    // never lands on a peer, even when what it said is out of date), or, already home or when
-    // the ranks outnumber their CPUs, give the CPU up at once.
-    if (spins == 16 && shares_cpu_with(peer, my_cpu) && !move_off(my_cpu)) break;
   }
 
   for (;;) {
     header.sleepers.fetch_add(1, std::memory_order_seq_cst);
+    if (policy_.handshake == WaitPolicy::Handshake::sleeper_membarrier) global_membarrier();
     const std::uint32_t before = futex_word.load(std::memory_order_seq_cst);
     if (!reached() && header.abort_word.load() == 0) {
       futex_wait(futex_word, before, policy_.sleep_slice_ns);

@@ -33,6 +33,14 @@ struct WaitPolicy {
   // mask, and no other rank's; -1 when the team's ranks outnumber their CPUs), else it sleeps
   // at once.
   int home_cpu = -1;
+  // How a publisher and a sleeper make sure that one sees the other's write (the sleeper counts
+  // itself, then reads the word; the publisher writes the word, then reads the count, and x86
+  // may read before its write is visible): the publisher fences every publish, which stalls it
+  // for the transfer of its line to its readers, or the sleeper, about to pay for a sleep anyway,
+  // issues a global membarrier that fences every running publisher for it. Team-wide: every
+  // member must use the same.
+  enum class Handshake { publisher_fence, sleeper_membarrier };
+  Handshake handshake = Handshake::publisher_fence;
 };
 
 class Rounds {
@@ -195,7 +203,8 @@ class Rounds {
   bool move_off(int& my_cpu);
   // Publishes where I run (written only when it changed: peers read the line).
   void note_my_cpu(int cpu) const;
-  // After a store that a sleeper may wait for: wakes the word's sleepers, if any.
+  // After a store that a sleeper may wait for: wakes the word's sleepers, if any (the publisher's
+  // side of the handshake).
   void wake_sleepers(const std::atomic<std::uint32_t>& futex_word) const;
 
   Segment segment_;
