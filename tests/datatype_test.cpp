@@ -89,6 +89,18 @@ TEST(Datatype, PredefinedTypesAreTheirOwnContiguousElements) {
   EXPECT_EQ(four.element_count(), 4);
 }
 
+// A count of zero (or an empty type) moves nothing, so its buffers may be null, as in MPI; the
+// sanitizer build fails this if a zero-byte memcpy still sees a null pointer.
+TEST(Datatype, NothingToMoveAcceptsNullBuffers) {
+  const Datatype empty = Datatype::contiguous(0, Dtype::f64);
+  for (const Datatype& type :
+       {Datatype(Dtype::i32), Datatype::vector(3, 1, 2, Dtype::f32), empty}) {
+    const std::int64_t count = type.size() == 0 ? 5 : 0;
+    EXPECT_EQ(type.pack(nullptr, count, nullptr), 0u);
+    EXPECT_EQ(type.unpack(nullptr, count, nullptr), 0u);
+  }
+}
+
 TEST(Datatype, VectorAndHvector) {
   // 3 blocks of 2 ints, 4 ints apart: ints at 0 4 | 16 20 | 32 36.
   const Datatype vector = Datatype::vector(3, 2, 4, Dtype::i32);

@@ -253,6 +253,8 @@ template <typename Copy>
 void for_each_element_run(const char* call, const Node& node, const void* buffer,
                           std::int64_t count, Copy& copy) {
   check_count(call, "count", count);
+  // Nothing to move: the other side may be a null pointer, which memcpy may not see.
+  if (count == 0 || node.size == 0) return;
   const auto* base = static_cast<const char*>(buffer);
   if (node.contiguous()) return copy(at(base, node.lb), node.size * std::size_t(count));
   for (std::int64_t i = 0; i < count; ++i) for_each_run(node, at(base, i * node.extent()), copy);

@@ -70,7 +70,9 @@ void Rounds::join_team(std::span<const std::byte> profile_data,
   segment_.prefault_own_pages(rank_);
   RankControl& control = segment_.control(rank_);
   control.round.store(static_cast<std::uint32_t>(round_), std::memory_order_relaxed);
-  control.cpu.store(-1, std::memory_order_relaxed);  // not waited anywhere yet
+  // Where I run from the start: ranks forked together often start on one CPU, and a peer can
+  // only tell (and move) from what this says.
+  control.cpu.store(sched_getcpu(), std::memory_order_relaxed);
   for (MessageLine& line : control.messages) {
     line.round.store(static_cast<std::uint32_t>(round_), std::memory_order_relaxed);
   }
