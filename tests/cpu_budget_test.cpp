@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <array>
 #include <filesystem>
 #include <fstream>
 
@@ -60,20 +61,26 @@ TEST_F(FakeCgroups, Version1AndHybridMounts) {
   EXPECT_EQ(cgroup_quota_cpus("garbage\n\n3:memory:/x\n", root_), 0);
 }
 
-// The spin each rank of a real team settled on: short when its ranks share CPUs.
-long team_spin_ns(int ranks, shmcoll::Binding bind) {
-  struct Spins {
-    long spin_ns[4];
-  };
-  auto* spins = shmcoll::testing::shared_block<Spins>();
+// How each rank of a real team waits: it yields its CPU (and does not spin) when its ranks share
+// CPUs. Every rank must settle on the same.
+struct Waits {
+  long spin_ns;
+  long yield_ns;
+  friend bool operator==(const Waits&, const Waits&) = default;
+};
+constexpr Waits kOwnCpus{50'000, 0};
+constexpr Waits kSharedCpus{0, 1'000'000};
+
+Waits team_waits(int ranks, shmcoll::Binding bind) {
+  auto* waits = shmcoll::testing::shared_block<std::array<Waits, 4>>();
   shmcoll::Options options;
   options.bind = bind;
   shmcoll::run(ranks, options, [&](shmcoll::Team& team) {
-    const auto& state = shmcoll::detail::TeamAccess::state(team);
-    spins->spin_ns[team.rank()] = state.rounds.wait_policy().spin_ns;
+    const auto& policy = shmcoll::detail::TeamAccess::state(team).rounds.wait_policy();
+    (*waits)[team.rank()] = {policy.spin_ns, policy.yield_ns};
   });
-  for (int rank = 1; rank < ranks; ++rank) EXPECT_EQ(spins->spin_ns[rank], spins->spin_ns[0]);
-  return spins->spin_ns[0];
+  for (int rank = 1; rank < ranks; ++rank) EXPECT_EQ((*waits)[rank], (*waits)[0]);
+  return (*waits)[0];
 }
 
 TEST(CpuBudget, ATasksetSmallerThanTheTeamMakesRanksShare) {
@@ -81,10 +88,10 @@ TEST(CpuBudget, ATasksetSmallerThanTheTeamMakesRanksShare) {
   ASSERT_EQ(sched_getaffinity(0, sizeof original, &original), 0);
   const int allowed = CPU_COUNT(&original);
   // As many ranks as this process may use: each gets one (on this 2-core machine, 2 ranks).
-  EXPECT_EQ(team_spin_ns(std::min(allowed, 4), shmcoll::Binding::none), 50'000);
+  EXPECT_EQ(team_waits(std::min(allowed, 4), shmcoll::Binding::none), kOwnCpus);
   // One more than that share them.
   if (allowed < 4) {
-    EXPECT_EQ(team_spin_ns(allowed + 1, shmcoll::Binding::none), 2'000);
+    EXPECT_EQ(team_waits(allowed + 1, shmcoll::Binding::none), kSharedCpus);
   }
   // A taskset of one CPU on a machine of several: two unbound ranks share it.
   cpu_set_t one;
@@ -96,18 +103,20 @@ TEST(CpuBudget, ATasksetSmallerThanTheTeamMakesRanksShare) {
     }
   }
   ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
-  const long restricted = team_spin_ns(2, shmcoll::Binding::none);
+  const Waits restricted = team_waits(2, shmcoll::Binding::none);
   ASSERT_EQ(sched_setaffinity(0, sizeof original, &original), 0);
-  EXPECT_EQ(restricted, 2'000);
+  EXPECT_EQ(restricted, kSharedCpus);
   // Ranks bound to distinct cores do not share, although each one's own mask is a single core.
   if (allowed >= 2) {
-    EXPECT_EQ(team_spin_ns(2, shmcoll::Binding::core), 50'000);
+    EXPECT_EQ(team_waits(2, shmcoll::Binding::core), kOwnCpus);
   }
 }
 
-TEST(CpuBudget, AnExplicitSpinWins) {
+TEST(CpuBudget, ExplicitSpinAndYieldWin) {
   shmcoll::testing::ScopedEnv spin("SHMCOLL_SPIN_NS", "1234");
-  EXPECT_EQ(team_spin_ns(2, shmcoll::Binding::none), 1234);
+  shmcoll::testing::ScopedEnv yield("SHMCOLL_YIELD_NS", "5678");
+  EXPECT_EQ(team_waits(2, shmcoll::Binding::none), (Waits{1234, 5678}));
+  EXPECT_EQ(team_waits(3, shmcoll::Binding::none), (Waits{1234, 5678}));
 }
 
 }  // namespace

@@ -84,7 +84,8 @@ ordered_json describe(int ranks) {
                    budget.quota_cpus > 0 ? ordered_json(budget.quota_cpus) : ordered_json(nullptr)},
                   {"usable", budget.usable()},
                   {"unbound_ranks_share_cpus", shared},
-                  {"spin_ns", tunables.spin_for(shared)}};
+                  {"spin_ns", tunables.spin_for(shared)},
+                  {"yield_ns", tunables.yield_for(shared)}};
   ordered_json variables = ordered_json::array();
   for (const auto& variable : shmcoll::detail::environment_variables()) {
     const char* current = std::getenv(variable.name);
@@ -121,11 +122,12 @@ void print_text(const ordered_json& info) {
                                 ? std::string("no cgroup quota")
                                 : "cgroup quota " + std::to_string(cpus["cgroup_quota"].get<int>());
   std::printf(
-      "  CPUs:      %d usable (affinity mask %zu, %s): %d unbound ranks %s, waits spin %ld ns\n",
+      "  CPUs:      %d usable (affinity mask %zu, %s): %d unbound ranks %s, waits spin %ld ns, "
+      "then yield %ld ns\n",
       cpus["usable"].get<int>(), cpus["affinity_mask"].get<std::size_t>(), quota.c_str(),
       info["selection"]["ranks"].get<int>(),
       cpus["unbound_ranks_share_cpus"].get<bool>() ? "share them" : "each get one",
-      cpus["spin_ns"].get<long>());
+      cpus["spin_ns"].get<long>(), cpus["yield_ns"].get<long>());
   std::printf("\nEnvironment (default; current value when set)\n");
   for (const auto& variable : info["environment"]) {
     const std::string current =

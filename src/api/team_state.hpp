@@ -23,6 +23,7 @@ inline shm::WaitPolicy wait_policy(const coll::Tunables& tunables, bool ranks_sh
   shm::WaitPolicy policy;  // keeps the default sleep slice
   policy.spin_ns = tunables.spin_for(ranks_share_cpus);
   policy.timeout_ms = tunables.timeout_ms;
+  policy.yield_ns = tunables.yield_for(ranks_share_cpus);
   policy.home_cpu = ranks_share_cpus ? -1 : home_cpu;
   if (membarrier && !ranks_share_cpus) {
     policy.handshake = shm::WaitPolicy::Handshake::sleeper_membarrier;

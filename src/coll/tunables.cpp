@@ -31,8 +31,11 @@ constexpr TunableInfo kTunables[] = {
     {"SHMCOLL_SLICES_MIN_RANKS", "3",
      "smallest team where large (all)reduces split the reduction into per-rank slices; at 2 ranks "
      "reading all slots is 1.7-2x faster (measured), above it slices move less data per rank"},
-    {"SHMCOLL_SPIN_NS", "50000, or 2000 when ranks outnumber the CPUs they may use",
-     "busy-wait before sleeping on a futex"},
+    {"SHMCOLL_SPIN_NS", "50000, or 0 when ranks outnumber the CPUs they may use",
+     "busy-wait before a wait yields or sleeps on a futex"},
+    {"SHMCOLL_YIELD_NS", "0, or 1000000 when ranks outnumber the CPUs they may use",
+     "after spinning, poll with sched_yield this long before sleeping on a futex (a rank that "
+     "waits gives its CPU to ranks that can run)"},
     {"SHMCOLL_TIMEOUT", "0 (off)",
      "a wait longer than this fails with timeout: seconds, or with a unit as in 500ms or 2s"},
     {"SHMCOLL_CHECK_CALLS", "1",
@@ -168,6 +171,7 @@ Tunables Tunables::from_env() {
   t.slot_bytes = static_cast<std::size_t>(env_number("SHMCOLL_SLOT_BYTES", 256 << 10));
   t.heap_bytes = static_cast<std::size_t>(env_number("SHMCOLL_HEAP_BYTES", 64 << 20));
   t.spin_ns = static_cast<long>(env_number("SHMCOLL_SPIN_NS", -1));
+  t.yield_ns = static_cast<long>(env_number("SHMCOLL_YIELD_NS", -1));
   t.timeout_ms = env_milliseconds("SHMCOLL_TIMEOUT");
   TeamTunables& team = t.team;
   team.direct_min = static_cast<std::uint64_t>(env_number("SHMCOLL_DIRECT_MIN", 8 << 10));
@@ -201,7 +205,12 @@ Tunables Tunables::from_env() {
 
 long Tunables::spin_for(bool ranks_share_cpus) const {
   if (spin_ns >= 0) return spin_ns;
-  return ranks_share_cpus ? 2'000 : 50'000;
+  return ranks_share_cpus ? 0 : 50'000;
+}
+
+long Tunables::yield_for(bool ranks_share_cpus) const {
+  if (yield_ns >= 0) return yield_ns;
+  return ranks_share_cpus ? 1'000'000 : 0;
 }
 
 namespace {

@@ -65,14 +65,17 @@ struct Tunables {
   std::size_t slot_bytes;  // SHMCOLL_SLOT_BYTES (the segment's creator's)
   std::size_t heap_bytes;  // SHMCOLL_HEAP_BYTES (the segment's creator's)
   long spin_ns;            // SHMCOLL_SPIN_NS (this rank's); -1: unset, see spin_for
+  long yield_ns;           // SHMCOLL_YIELD_NS (this rank's); -1: unset, see yield_for
   long timeout_ms;         // SHMCOLL_TIMEOUT (this rank's)
   TeamTunables team;       // replaced by rank 0's when the team is made
 
   // Reads the environment; a malformed value is an invalid_argument error naming the variable.
   static Tunables from_env();
-  // How long a wait spins before it sleeps: SHMCOLL_SPIN_NS, else 50 us, or 2 us when the
-  // team's ranks outnumber the CPUs they may use (they share CPUs).
+  // How long a wait spins, then polls with sched_yield, before it sleeps: SHMCOLL_SPIN_NS and
+  // SHMCOLL_YIELD_NS, else 50 us of spinning and no yielding, or, when the team's ranks outnumber
+  // the CPUs they may use (they share CPUs), no spinning and 1 ms of yielding.
   long spin_for(bool ranks_share_cpus) const;
+  long yield_for(bool ranks_share_cpus) const;
 };
 
 // What selection needs to know of a team's tree, worked out once per team.

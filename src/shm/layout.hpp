@@ -3,8 +3,8 @@
 //   offset 0               SegmentHeader     one page. Fixed fields (magic, layout version, team
 //                                             size, slot bytes, total bytes) written once by the
 //                                             creator before `initialized`; then, each on its own
-//                                             128-byte line pair: the abort word, the sleeper
-//                                             count, the attach count, the warning flag,
+//                                             128-byte line pair: the abort word, the attach
+//                                             count, the warning flag,
 //                                             the first call mismatch seen and what rank 0
 //                                             publishes for the team (shared tunables).
 //   profiles_offset        RankProfile[n]    per rank two line pairs written when it joins: its
@@ -16,7 +16,8 @@
 //                                             can be placed on r's NUMA node before first touch:
 //     + 0                    RankControl       a 128-byte line pair with its round number (a futex
 //                                             word) and its `released` round, one with the CPU
-//                                             it last waited on, then
+//                                             it last waited on and the count of peers asleep on
+//                                             its words (the one field others write), then
 //                                             kMessageLines message line pairs (round robin by
 //                                             round) that carry payloads of up to kMessageBytes
 //                                             beside their own round number and call signature,
@@ -56,7 +57,7 @@ inline constexpr std::size_t kLinePair = 128;  // adjacent-line prefetch makes 6
 inline constexpr std::size_t kPageBytes = 4096;
 inline constexpr std::size_t kLineBytes = 64;
 inline constexpr std::uint64_t kMagic = 0x4c4f43434d4853ull;  // "SHMCCOL"
-inline constexpr std::uint32_t kLayoutVersion = 7;
+inline constexpr std::uint32_t kLayoutVersion = 8;
 
 // What a member checks before trusting a segment; written once by the creator.
 struct SegmentIdentity {
@@ -97,8 +98,6 @@ struct SegmentHeader {
   std::atomic<std::uint32_t> initialized;  // creator sets 1 (release) after `identity`
   // 0 while the team is healthy; otherwise 1 + the rank whose failure ended it.
   alignas(kLinePair) std::atomic<std::uint32_t> abort_word;
-  // Waiters currently asleep on a futex; publishers only issue FUTEX_WAKE when it is non-zero.
-  alignas(kLinePair) std::atomic<std::uint32_t> sleepers;
   // Members that have mapped the segment (join mode unlinks the name when it reaches team_size).
   alignas(kLinePair) std::atomic<std::uint32_t> attached;
   // One bit per kind of team-wide warning, set by the first member that prints it, so each is
@@ -139,6 +138,10 @@ struct alignas(kLinePair) RankControl {
   // The CPU this rank last started a slow wait on (sched_getcpu), so a rank that waits for it
   // can tell that it shares that CPU and that spinning there only delays it.
   alignas(kLinePair) std::atomic<std::int32_t> cpu;
+  // Peers asleep on a futex word of this rank (round, released or its profile's joined): this
+  // rank issues FUTEX_WAKE after writing one only while it is non-zero, so publishing costs no
+  // system call unless someone waits for this rank in particular.
+  std::atomic<std::uint32_t> sleepers;
   MessageLine messages[kMessageLines];
 };
 static_assert(sizeof(RankControl) == (2 + kMessageLines) * kLinePair);
