@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <span>
 
 namespace shmcoll::differential {
 
@@ -13,6 +14,17 @@ std::uint64_t mix(std::uint64_t a, std::uint64_t b) {  // splitmix64 of a combin
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
+}
+
+// Folds `bytes` into `digest` 8 at a time (a byte at a time made the digest cost more than the
+// call it checks).
+std::uint64_t digest_of(std::uint64_t digest, std::span<const std::byte> bytes) {
+  for (std::size_t i = 0; i < bytes.size(); i += 8) {
+    std::uint64_t word = 0;
+    std::memcpy(&word, bytes.data() + i, std::min<std::size_t>(8, bytes.size() - i));
+    digest = mix(digest, word);
+  }
+  return mix(digest, bytes.size());
 }
 
 // One rank's side of a data-movement call: per peer count, displacement (bytes for w, extents
@@ -67,7 +79,11 @@ TypeMenu::TypeMenu() {
            Datatype::indexed(indexed_lengths, indexed_displs, i32),   // out of address order
            Datatype::resized(Datatype::vector(3, 1, 2, i32), 0, 28),  // padding at the end
            Datatype::structure(struct_lengths, struct_displs, struct_types)};
-  for (const Datatype& type : types) ints.push_back(type.element_count());
+  for (const Datatype& type : types) {
+    ints.push_back(type.element_count());
+    // expected_movement makes only the bytes from a block's displacement on.
+    if (type.true_lb() < 0) throw std::logic_error("TypeMenu: a type with data below its start");
+  }
 }
 
 std::vector<Reduction> reduction_menu(const Op& matrix) {
@@ -215,14 +231,20 @@ Sides sides_of(const Call& call, int rank, int p, const TypeMenu& menu) {
 }
 
 // What a rank's buffers hold before a call: a pattern of the call, the rank and the role.
-std::vector<std::byte> initial_bytes(const Call& call, int rank, char role, std::size_t bytes) {
-  std::vector<std::byte> data(bytes);
+// Bytes [begin, end) of a buffer's initial contents (begin a multiple of 8): each 8-byte word
+// is a function of its offset, so a part is made without the rest.
+std::vector<std::byte> initial_bytes(const Call& call, int rank, char role, std::size_t begin,
+                                     std::size_t end) {
+  std::vector<std::byte> data(end - begin);
   const std::uint64_t base = mix(call.seed, std::uint64_t(rank) * 7 + std::uint64_t(role));
-  for (std::size_t i = 0; i < bytes; i += 8) {
+  for (std::size_t i = begin; i < end; i += 8) {
     const std::uint64_t word = mix(base, i);
-    std::memcpy(data.data() + i, &word, std::min<std::size_t>(8, bytes - i));
+    std::memcpy(data.data() + (i - begin), &word, std::min<std::size_t>(8, end - i));
   }
   return data;
+}
+std::vector<std::byte> initial_bytes(const Call& call, int rank, char role, std::size_t bytes) {
+  return initial_bytes(call, rank, role, 0, bytes);
 }
 
 // ---- Reductions ----------------------------------------------------------------------------
@@ -352,9 +374,9 @@ std::string check_reduction(Team& team, const Call& call, const std::vector<Redu
       team.exscan(send, recv.data(), call.count, dtype, op);
       break;
   }
-  for (std::byte b : recv) digest = mix(digest, std::uint64_t(b));
+  digest = digest_of(digest, recv);
   if (call.kind == Kind::allreduce) {
-    for (std::byte b : recv) common_digest = mix(common_digest, std::uint64_t(b));
+    common_digest = digest_of(common_digest, recv);
   }
 
   // Which ranks' inputs make my result, in rank order; none: recv must be untouched.
@@ -407,11 +429,16 @@ std::vector<std::byte> expected_movement(const Call& call, int me, int p, const 
     const Side& side = from_recv ? theirs.recv : theirs.send;
     // In place, an allgather contributor sends its own block of its receive buffer.
     const int block = from_recv && call.kind < Kind::alltoall ? source : me;
-    const std::vector<std::byte> buffer =
-        initial_bytes(call, source, from_recv ? 'r' : 's', side.buffer_bytes);
+    // Only the part of the sender's buffer that its block spans (the menu's types start at or
+    // after their lower bound), from the 8-byte word that holds its first byte.
+    const Datatype& type = side.datatypes[block];
+    const auto at = std::size_t(displacement_bytes(call, side, block));
+    const std::size_t from = at / 8 * 8,
+                      to = at + std::size_t(span_bytes(side.counts[block], type));
+    const std::vector<std::byte> part =
+        initial_bytes(call, source, from_recv ? 'r' : 's', from, std::max(from, to));
     std::vector<std::byte> stream(std::size_t(call.ints[source][me]) * 4);
-    side.datatypes[block].pack(buffer.data() + displacement_bytes(call, side, block),
-                               side.counts[block], stream.data());
+    type.pack(part.data() + (at - from), side.counts[block], stream.data());
     mine.recv.datatypes[source].unpack(stream.data(), mine.recv.counts[source],
                                        want.data() + displacement_bytes(call, mine.recv, source));
   }
@@ -483,13 +510,13 @@ std::string check_movement(Team& team, const Call& call, const TypeMenu& menu,
   }
   const bool send_unchanged = std::equal(send.begin(), send.end(), send_before.begin());
   if (from_heap) team.deallocate(send);
-  for (std::byte b : recv) digest = mix(digest, std::uint64_t(b));
+  digest = digest_of(digest, recv);
   if (call.kind == Kind::bcast) {  // what every rank holds alike: the packed bytes
     const Datatype& type = at_root ? stype(0) : rtype(root);
     const std::int64_t count = at_root ? s.counts[0] : r.counts[root];
     std::vector<std::byte> packed(type.size() * std::size_t(count));
     type.pack(recv.data(), count, packed.data());
-    for (std::byte b : packed) common_digest = mix(common_digest, std::uint64_t(b));
+    common_digest = digest_of(common_digest, packed);
     if (at_root) return recv == send_before ? "" : "the root's bcast buffer changed";
   }
   if (!send_unchanged) return "the send buffer changed";
