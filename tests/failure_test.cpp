@@ -2,8 +2,10 @@
 // and no segment name is left behind.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <span>
 #include <stdexcept>
 #include <vector>
@@ -19,8 +21,8 @@ using shmcoll::testing::shared_block;
 
 struct Outcome {
   double killed_at;
-  double failed_at[16];
-  int code[16];  // Errc seen by each rank, -1 when the rank saw none
+  double failed_at[64];
+  int code[64];  // Errc seen by each rank, -1 when the rank saw none
 };
 
 // Runs allreduces in a loop on every rank; the victim kills itself with SIGKILL mid-loop.
@@ -66,7 +68,7 @@ TEST_P(DeadPeer, KilledRankMakesEverySurvivorFailWithinOneSecond) {
   EXPECT_EQ(shmcoll::testing::dev_shm_entries(), shm_before);
 }
 
-INSTANTIATE_TEST_SUITE_P(TeamSizes, DeadPeer, ::testing::Values(2, 4, 8),
+INSTANTIATE_TEST_SUITE_P(TeamSizes, DeadPeer, ::testing::Values(2, 4, 8, 16, 64),
                          [](const auto& info) { return "p" + std::to_string(info.param); });
 
 TEST(DepartedPeer, RankThatLeavesEarlyFailsTheOthersInsteadOfHanging) {
@@ -237,6 +239,57 @@ TEST(DeadPeer, EveryLaterCollectiveFailsEvenWhenItWouldNotWait) {
   }
   EXPECT_EQ(codes->later[0], static_cast<int>(Errc::peer_failed));
   EXPECT_EQ(codes->later[1], static_cast<int>(Errc::peer_failed));
+}
+
+int open_files() {
+  int count = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    ++count;
+  }
+  return count;
+}
+
+// Without a supervisor (Team::join, as under mpirun), survivors learn of a dead member from the
+// process table alone, and hold no file per peer: 64 joined processes, one killed mid-loop.
+TEST(DeadPeer, JoinedMembersNoticeAKilledOneWithoutAFilePerPeer) {
+  constexpr int kSize = 64, kVictim = 37;
+  struct Joined {
+    double killed_at;
+    double failed_at[kSize];
+    int code[kSize];
+    int files_added[kSize];
+  };
+  auto* joined = shared_block<Joined>();
+  const std::string name = shmcoll::Team::unique_segment_name();
+  auto member = [&](int rank) {
+    const int files_before = open_files();
+    shmcoll::Team team = shmcoll::Team::join(name, rank, kSize);
+    team.barrier();
+    joined->files_added[rank] = open_files() - files_before;
+    joined->code[rank] = -1;
+    try {
+      for (int iteration = 0; iteration < 1'000'000; ++iteration) {
+        if (rank == kVictim && iteration == 50) {
+          joined->killed_at = monotonic_seconds();
+          kill(getpid(), SIGKILL);
+        }
+        team.barrier();
+      }
+    } catch (const shmcoll::Error& error) {
+      joined->failed_at[rank] = monotonic_seconds();
+      joined->code[rank] = static_cast<int>(error.code());
+    }
+    return 0;
+  };
+  const std::vector<pid_t> children = shmcoll::testing::fork_members(kSize, member);
+  member(0);
+  for (pid_t child : children) waitpid(child, nullptr, 0);
+  for (int rank = 0; rank < kSize; ++rank) {
+    EXPECT_LE(joined->files_added[rank], 2) << "rank " << rank;  // the segment's descriptor
+    if (rank == kVictim) continue;
+    EXPECT_EQ(joined->code[rank], static_cast<int>(Errc::peer_failed)) << "rank " << rank;
+    EXPECT_LT(joined->failed_at[rank] - joined->killed_at, 1.0) << "rank " << rank;
+  }
 }
 
 }  // namespace

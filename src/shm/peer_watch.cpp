@@ -1,62 +1,62 @@
 #include "shm/peer_watch.hpp"
 
-#include <poll.h>
-#include <sys/syscall.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <utility>
+#include <cstdio>
+#include <cstring>
 
 namespace shmcoll::shm {
 
 namespace {
 
-int pidfd_open(pid_t pid) {
-  return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+struct ProcessStat {
+  bool readable = false;
+  char state = '?';
+  std::uint64_t start_ticks = 0;
+};
+
+// Fields 3 (state) and 22 (starttime) of /proc/<pid>/stat; the command name (field 2) may hold
+// spaces and parentheses, so fields are counted from its last ')'.
+ProcessStat read_stat(pid_t pid) {
+  char path[32];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  char text[1024];
+  const ssize_t got = ::read(fd, text, sizeof text - 1);
+  ::close(fd);
+  if (got <= 0) return {};
+  text[got] = '\0';
+  const char* at = std::strrchr(text, ')');
+  if (at == nullptr) return {};
+  ProcessStat stat;
+  unsigned long long start = 0;
+  // After ") ": state, then fields 4..21 skipped, then starttime (field 22).
+  if (std::sscanf(
+          at + 1,
+          " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu",
+          &stat.state, &start) != 2) {
+    return {};
+  }
+  stat.readable = true;
+  stat.start_ticks = start;
+  return stat;
 }
 
 }  // namespace
 
-PeerWatch::PeerWatch(PeerWatch&& other) noexcept : pidfds_(std::move(other.pidfds_)) {}
-
-PeerWatch& PeerWatch::operator=(PeerWatch&& other) noexcept {
-  if (this != &other) {
-    close_all();
-    pidfds_ = std::move(other.pidfds_);
-  }
-  return *this;
+std::uint64_t process_start_ticks(pid_t pid) {
+  return read_stat(pid).start_ticks;
 }
 
-PeerWatch::~PeerWatch() {
-  close_all();
-}
-
-void PeerWatch::close_all() {
-  for (int fd : pidfds_) {
-    if (fd >= 0) ::close(fd);
-  }
-  pidfds_.clear();
-}
-
-void PeerWatch::open_all(const Segment& segment, std::uint32_t self) {
-  const std::uint32_t size = segment.layout().team_size;
-  pidfds_.assign(size, -1);
-  for (std::uint32_t rank = 0; rank < size; ++rank) {
-    const pid_t pid = segment.profile(rank).pid.load(std::memory_order_acquire);
-    if (rank != self && pid > 0) pidfds_[rank] = pidfd_open(pid);
-  }
-}
-
-bool PeerWatch::has_exited(const Segment& segment, std::uint32_t rank) {
-  if (pidfds_.empty()) pidfds_.assign(segment.layout().team_size, -1);
-  if (pidfds_[rank] < 0) {
-    const pid_t pid = segment.profile(rank).pid.load(std::memory_order_acquire);
-    if (pid <= 0) return false;  // not attached yet: the supervisor or a timeout must judge
-    pidfds_[rank] = pidfd_open(pid);
-    if (pidfds_[rank] < 0) return errno == ESRCH;
-  }
-  pollfd probe{pidfds_[rank], POLLIN, 0};
-  return poll(&probe, 1, 0) > 0;
+bool process_has_exited(pid_t pid, std::uint64_t start_ticks) {
+  const ProcessStat stat = read_stat(pid);
+  if (!stat.readable) return ::kill(pid, 0) != 0 && errno == ESRCH;
+  if (stat.state == 'Z' || stat.state == 'X') return true;
+  return start_ticks != 0 && stat.start_ticks != start_ticks;
 }
 
 }  // namespace shmcoll::shm

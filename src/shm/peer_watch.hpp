@@ -1,31 +1,21 @@
-// Knows whether another member process is still alive, through pidfds (a pidfd turns readable
-// when its process exits, zombie or not, and never refers to a recycled pid).
+// Whether another member process is still alive, without holding anything open: a member is
+// named by its pid and the time it started (clock ticks after boot, from /proc), so a pid that
+// the kernel recycled for another process never passes for the member. A team of p ranks thus
+// costs no file descriptor per peer (p-1 pidfds per rank ran into the usual limit of 1,024 open
+// files at 1,024 ranks, and p^2 of them system-wide).
 #pragma once
 
-#include <cstdint>
-#include <vector>
+#include <sys/types.h>
 
-#include "shm/segment.hpp"
+#include <cstdint>
 
 namespace shmcoll::shm {
 
-class PeerWatch {
- public:
-  PeerWatch() = default;
-  PeerWatch(const PeerWatch&) = delete;
-  PeerWatch& operator=(const PeerWatch&) = delete;
-  PeerWatch(PeerWatch&& other) noexcept;
-  PeerWatch& operator=(PeerWatch&& other) noexcept;
-  ~PeerWatch();
+// When process `pid` started, in clock ticks after boot; 0 when /proc cannot tell.
+std::uint64_t process_start_ticks(pid_t pid);
 
-  // Opens a pidfd for every member whose pid the segment records (call once all are attached).
-  void open_all(const Segment& segment, std::uint32_t self);
-  // True when `rank` has exited. Opens its pidfd on first use if open_all could not.
-  bool has_exited(const Segment& segment, std::uint32_t rank);
-
- private:
-  void close_all();
-  std::vector<int> pidfds_;
-};
+// True when the process that was `pid` and started at `start_ticks` has exited (or is a zombie).
+// With start_ticks 0 (unknown), only a pid that no longer exists counts as exited.
+bool process_has_exited(pid_t pid, std::uint64_t start_ticks);
 
 }  // namespace shmcoll::shm

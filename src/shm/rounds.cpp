@@ -66,6 +66,7 @@ void Rounds::join_team(std::span<const std::byte> profile_data,
   if (rank_ == 0) std::memcpy(segment_.header().team_data, team_data.data(), team_data.size());
   RankProfile& mine = segment_.profile(rank_);
   mine.pid.store(static_cast<std::int32_t>(getpid()), std::memory_order_relaxed);
+  mine.start_ticks.store(process_start_ticks(getpid()), std::memory_order_relaxed);
   std::memcpy(mine.data, profile_data.data(), profile_data.size());
   segment_.prefault_own_pages(rank_);
   RankControl& control = segment_.control(rank_);
@@ -86,7 +87,6 @@ void Rounds::join_team(std::span<const std::byte> profile_data,
     auto has_joined = [&] { return joined.load(std::memory_order_acquire) != 0; };
     if (peer != rank_) wait_slow(peer, 0, has_joined, joined);
   }
-  peers_.open_all(segment_, rank_);
 }
 
 void Rounds::wake_sleepers(const std::atomic<std::uint32_t>& futex_word) const {
@@ -272,7 +272,7 @@ void Rounds::wait_slow(std::uint32_t peer, std::int64_t round, Reached reached,
     if (shares_cpu_with(peer, my_cpu)) move_off(my_cpu);
     if (reached()) return;
     if (header.abort_word.load(std::memory_order_acquire) != 0) fail_aborted(peer);
-    if (peers_.has_exited(segment_, peer)) {
+    if (peer_has_exited(peer)) {
       if (reached()) return;  // it published before leaving
       segment_.abort(peer);
       fail(Errc::peer_failed, "rank ", rank_, ": rank ", peer, " (pid ",

@@ -198,6 +198,12 @@ class Rounds {
   template <typename Reached>
   void wait_slow(std::uint32_t peer, std::int64_t round, Reached reached,
                  const std::atomic<std::uint32_t>& futex_word);
+  bool peer_has_exited(std::uint32_t peer) const {
+    const RankProfile& profile = segment_.profile(peer);
+    const pid_t pid = profile.pid.load(std::memory_order_acquire);
+    // Not joined yet: the supervisor or a timeout must judge.
+    return pid > 0 && process_has_exited(pid, profile.start_ticks.load(std::memory_order_relaxed));
+  }
   // Whether `peer` last said it runs on `my_cpu`; moving off it to my home CPU (when the policy
   // gives one and I am elsewhere), noting where I now run.
   bool shares_cpu_with(std::uint32_t peer, int my_cpu) const;
@@ -209,7 +215,6 @@ class Rounds {
   void wake_sleepers(const std::atomic<std::uint32_t>& futex_word) const;
 
   Segment segment_;
-  PeerWatch peers_;
   std::uint32_t rank_;
   std::uint32_t size_;
   std::int64_t round_;

@@ -3,10 +3,12 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 
 #include "util/fail.hpp"
@@ -29,8 +31,26 @@ Supervisor::~Supervisor() {
   }
 }
 
+namespace {
+
+// The supervisor holds one pidfd per member: beyond the usual soft limit of 1,024 open files
+// at about as many ranks, so it raises its soft limit to the hard one when it runs out.
+void allow_more_open_files() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
+
+}  // namespace
+
 void Supervisor::watch(int rank, pid_t pid) {
-  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd < 0 && errno == EMFILE) {
+    allow_more_open_files();
+    pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  }
   if (pidfd < 0) fail_errno("pidfd_open for rank ", rank, " (pid ", pid, ")");
   members_.push_back({rank, pid, pidfd});
 }
