@@ -4,7 +4,9 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -115,6 +117,39 @@ TEST(Layout, EachRankOwnsWholePagesAfterTheProfiles) {
               layout.area_offset(rank) + layout.area_bytes);
   }
   EXPECT_EQ(layout.area_offset(4) + layout.area_bytes, layout.total_bytes);
+}
+
+// Docker's /dev/shm is 64 MiB: a team that needs more gets an error naming the cause on its
+// ranks, never a SIGBUS. A private mount namespace (root only) gives a 4 MiB /dev/shm; a team of
+// 16 needs about 8 MiB of it.
+TEST(SmallDevShm, ATeamThatDoesNotFitFailsWithAnErrorInsteadOfSigbus) {
+  const pid_t child = fork();
+  if (child == 0) {
+    if (unshare(CLONE_NEWNS) != 0 ||
+        mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        mount("tmpfs", "/dev/shm", "tmpfs", 0, "size=4m") != 0) {
+      _exit(77);  // not root: nothing to test here
+    }
+    int verdict = 3;
+    try {
+      shmcoll::run(16, {}, [](shmcoll::Team& team) { team.barrier(); });
+    } catch (const shmcoll::Error& error) {
+      const std::string what = error.what();
+      // Rank 0's own backing fails, or the first rank that failed is reported.
+      const bool named = what.find("/dev/shm") != std::string::npos ||
+                         (error.code() == Errc::rank_failed &&
+                          what.find("exited with status 1") != std::string::npos);
+      verdict = named ? 0 : 4;
+      if (!named) std::fprintf(stderr, "unexpected error: %s\n", what.c_str());
+    }
+    _exit(verdict);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+    GTEST_SKIP() << "needs root (mount namespace)";
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "3: the team ran although it cannot fit; 4: another error";
 }
 
 }  // namespace

@@ -78,6 +78,13 @@ void Segment::initialize(int fd, const SegmentLayout& layout) {
   if (ftruncate(fd, static_cast<off_t>(layout.total_bytes)) != 0) {
     fail_errno("ftruncate of the shared segment to ", layout.total_bytes, " bytes");
   }
+  // The header and profiles are written by everyone: back them now, so a full /dev/shm is an
+  // error here instead of a SIGBUS at the first store.
+  if (const int error = posix_fallocate(fd, 0, static_cast<off_t>(layout.areas_offset))) {
+    errno = error;
+    fail_errno("reserving the first ", layout.areas_offset,
+               " bytes of the shared segment (is /dev/shm full? Docker: --shm-size)");
+  }
   void* page = mmap(nullptr, kPageBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (page == MAP_FAILED) fail_errno("mmap of the segment header");
   auto* header = new (page) SegmentHeader{};
@@ -232,6 +239,16 @@ Segment::~Segment() {
 }
 
 void Segment::prefault_own_pages(std::uint32_t rank) const {
+  // Backs my control page and slots at once, failing cleanly where /dev/shm is too small for
+  // the team (a store into a page tmpfs cannot back is a SIGBUS). Kernels before 5.14 lack
+  // MADV_POPULATE_WRITE; there the stores below fault the pages in.
+  const std::size_t bytes = kPageBytes + 2 * layout_.slot_bytes;
+  if (madvise(&control(rank), bytes, MADV_POPULATE_WRITE) != 0 && errno != EINVAL) {
+    fail_errno(
+        "rank ", rank, ": backing its ", bytes, " bytes of the shared segment (a team of ",
+        layout_.team_size, " needs ", layout_.team_size * bytes,
+        " bytes of /dev/shm: is it full? Docker: --shm-size; or a smaller SHMCOLL_SLOT_BYTES)");
+  }
   // The control page is written through atomics only; touching it by reading a word would map a
   // shared zero page, so store to it (zeros are what a new segment holds anyway).
   std::memset(reinterpret_cast<std::byte*>(&control(rank)) + sizeof(RankControl), 0,
