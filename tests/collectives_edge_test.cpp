@@ -100,6 +100,45 @@ TEST(CollectiveEdges, CountsAtLineAndRegionBoundaries) {
   }
 }
 
+// A scatter whose blocks overflow one message line but each fit one fills the lines of several
+// rounds (up to 8). At 5 ranks a line holds 4 regions of 24 bytes, so blocks of 7-24 i32 span
+// 2-4 lines; at 16, 15 regions of 0 bytes, so blocks of 1-12 i32 span 2-8 lines (longer ones
+// go through the slots).
+// Many calls in a row with changing roots and counts, scatter and scatterv, the receivers
+// through a strided type: the root runs ahead and its lines are reused while readers lag.
+TEST(CollectiveEdges, ScattersSpanningSeveralMessageLines) {
+  for (int p : {5, 16}) {
+    auto* shared = shmcoll::testing::shared_block<Shared>();
+    shmcoll::run(p, {}, [&](Team& team) {
+      const int me = team.rank();
+      const Datatype every_other = Datatype::resized(Dtype::i32, 0, 8);  // one i32 in 8 bytes
+      for (int call = 0; call < 200; ++call) {
+        const int root = call % p;
+        const std::size_t count = 1 + std::size_t(call * 7) % 26;  // 1..26 i32 per rank
+        const auto n = static_cast<std::int64_t>(count);
+        const std::vector<std::int32_t> mine = values(root * 100 + call, count * p);
+        std::vector<std::int32_t> recv(2 * count, -1);
+        if (call % 2 == 0) {
+          team.scatter(mine.data(), n, Dtype::i32, recv.data(), n, every_other, root);
+        } else {
+          std::vector<std::int64_t> counts(p, n), displs(p);
+          for (int r = 0; r < p; ++r) displs[r] = r * n;
+          team.scatterv(mine.data(), counts, displs, Dtype::i32, recv.data(), n, Dtype::i32, root);
+        }
+        for (std::size_t i = 0; i < count; ++i) {
+          const std::int32_t want = value(root * 100 + call, me * count + i);
+          if (call % 2 == 0) {
+            EXPECT_IN_RANK(recv[2 * i] == want && recv[2 * i + 1] == -1, "scatter");
+          } else {
+            EXPECT_IN_RANK(recv[i] == want, "scatterv");
+          }
+        }
+      }
+    });
+    EXPECT_EQ(shared->failures.load(), 0) << "p = " << p;
+  }
+}
+
 TEST(CollectiveEdges, MultiMebibyteMessages) {
   for (int p : {2, 3}) {
     auto* shared = shmcoll::testing::shared_block<Shared>();

@@ -22,7 +22,8 @@ struct Context {
         tree_shape(TreeShape::of(tree_in)),
         inputs(rounds_in.size()),
         offsets(rounds_in.size()),
-        direct_from(rounds_in.size()) {}
+        direct_from(rounds_in.size()),
+        line_arrival(rounds_in.size()) {}
   shm::Rounds& rounds;
   const TeamTunables& tunables;
   const topo::Tree& tree;
@@ -31,6 +32,7 @@ struct Context {
   std::vector<const void*> inputs;
   std::vector<std::size_t> offsets;
   std::vector<char> direct_from;  // the exchange: which senders' blocks were read from their heap
+  std::vector<std::uint32_t> line_arrival;  // the exchange: where blocks arrive in later lines
 };
 
 void barrier(Context& ctx);

@@ -8,7 +8,8 @@
 //     pack round k+1 while receivers still unpack round k;
 //   - in round one every sender's message line carries its round count and, when all its
 //     blocks fit (96 bytes over its regions), the data itself: small calls are one line pair
-//     per pair of ranks, flag and data together;
+//     per pair of ranks, flag and data together; a scatter root whose small blocks overflow
+//     one line fills the lines of up to 8 rounds, which it may write ahead of its readers;
 //   - a sender whose blocks lie in its heap (Team::allocate) and are long enough posts their
 //     offsets instead, receivers copy them straight out (one copy, not two) and then release
 //     them; the sender returns once every rank has released.
@@ -47,6 +48,9 @@ struct ExchangeShape {
   // Receivers may read a sender's blocks straight from its heap (not when a block's memory
   // also receives during the call, as in alltoall in place).
   bool direct_allowed = true;
+  // Only the root sends (scatter): blocks that overflow one message line may fill the lines of
+  // several rounds.
+  bool one_sender = false;
 };
 
 void exchange(Context& ctx, const ExchangeSpec& spec, const ExchangeShape& shape);

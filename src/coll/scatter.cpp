@@ -30,9 +30,13 @@ void scatter(Context& ctx, const Layout& send, const Block& recv, int root, bool
   const auto root_rank = static_cast<std::uint32_t>(root);
   using Knowledge = ExchangeShape::Knowledge;
   const ExchangeShape shape =
-      varying ? ExchangeShape{true, Knowledge::root, 0, root_rank}
-              : ExchangeShape{true, Knowledge::everyone,
-                              me == root_rank ? send.longest_bytes() : recv.bytes()};
+      varying ? ExchangeShape{true, Knowledge::root, 0, root_rank, true, true}
+              : ExchangeShape{true,
+                              Knowledge::everyone,
+                              me == root_rank ? send.longest_bytes() : recv.bytes(),
+                              root_rank,
+                              true,
+                              true};
   exchange(ctx, ScatterSpec(send, recv, me, root_rank), shape);
 }
 
