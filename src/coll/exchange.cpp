@@ -93,8 +93,18 @@ class Exchange {
  private:
   std::uint32_t regions() const { return shape_.personalized ? size_ - 1 : 1; }
 
+  // The ranks that may send to me: all; only the root of a one-sender exchange; none off the
+  // root of a one-receiver exchange (which spares each rank of a scatter or gather a look at
+  // every rank, every call).
+  std::uint32_t first_source() const { return shape_.one_sender ? shape_.root : 0; }
+  std::uint32_t end_of_sources() const {
+    if (shape_.one_receiver && me_ != shape_.root) return 0;
+    return shape_.one_sender ? shape_.root + 1 : size_;
+  }
+
   template <typename Fn>
   void for_each_outgoing(Fn&& fn) const {
+    if (shape_.one_sender && me_ != shape_.root) return;
     if (!shape_.personalized) return fn(spec_.outgoing(ExchangeSpec::kEveryone), 0u);
     for (std::uint32_t dest = 0; dest < size_; ++dest) {
       if (dest != me_) fn(spec_.outgoing(dest), geometry_.region(me_, dest));
@@ -132,7 +142,7 @@ class Exchange {
                  : mode_ == in_lines ? lines_.rounds
                                      : 1;
     known_rounds_ = my_rounds_;
-    for (std::uint32_t source = 0; source < size_; ++source) {
+    for (std::uint32_t source = first_source(); source < end_of_sources(); ++source) {
       const std::size_t bytes = source == me_ ? 0 : spec_.incoming(source).bytes();
       known_rounds_ = std::max(known_rounds_, rounds_needed(bytes, bytes <= geometry_.line_region,
                                                             geometry_.slot_region));
@@ -206,7 +216,7 @@ class Exchange {
 
   void receive_first_round(std::uint32_t round) {
     const shm::Segment& segment = rounds_.segment();
-    for (std::uint32_t source = 0; source < size_; ++source) {
+    for (std::uint32_t source = first_source(); source < end_of_sources(); ++source) {
       ctx_.direct_from[source] = 0;
       ctx_.line_arrival[source] = 0;
       const Block in = source == me_ ? Block{} : spec_.incoming(source);
@@ -260,7 +270,7 @@ class Exchange {
       });
     }
     if (mode_ != in_lines || k >= my_rounds_) rounds_.publish(round);
-    for (std::uint32_t source = 0; source < size_; ++source) {
+    for (std::uint32_t source = first_source(); source < end_of_sources(); ++source) {
       const Block in = source == me_ ? Block{} : spec_.incoming(source);
       if (const std::uint32_t arrival = ctx_.line_arrival[source]; arrival & kInLines) {
         if ((arrival & ~kInLines) >> 16 == k) {

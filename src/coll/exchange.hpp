@@ -51,6 +51,7 @@ struct ExchangeShape {
   // Only the root sends (scatter): blocks that overflow one message line may fill the lines of
   // several rounds.
   bool one_sender = false;
+  bool one_receiver = false;  // only the root receives (gather)
 };
 
 void exchange(Context& ctx, const ExchangeSpec& spec, const ExchangeShape& shape);

@@ -37,10 +37,15 @@ void gather(Context& ctx, const Block& send, const Layout& recv, int root, bool 
   const auto me = ctx.rounds.rank();
   const bool at_root = me == std::uint32_t(root);
   using Knowledge = ExchangeShape::Knowledge;
-  const ExchangeShape shape = varying
-                                  ? ExchangeShape{false, Knowledge::root, 0, std::uint32_t(root)}
-                                  : ExchangeShape{false, Knowledge::everyone,
-                                                  at_root ? recv.longest_bytes() : send.bytes()};
+  const ExchangeShape shape =
+      varying ? ExchangeShape{false, Knowledge::root, 0, std::uint32_t(root), true, false, true}
+              : ExchangeShape{false,
+                              Knowledge::everyone,
+                              at_root ? recv.longest_bytes() : send.bytes(),
+                              std::uint32_t(root),
+                              true,
+                              false,
+                              true};
   // At the root, in place is a send block of count 0: nothing to copy into its own block.
   exchange(ctx, GatherSpec(send, recv, me, root, false), shape);
 }
