@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "shm/peer_watch.hpp"
 #include "shmcoll/shmcoll.hpp"
 #include "test_support.hpp"
 
@@ -290,6 +291,22 @@ TEST(DeadPeer, JoinedMembersNoticeAKilledOneWithoutAFilePerPeer) {
     EXPECT_EQ(joined->code[rank], static_cast<int>(Errc::peer_failed)) << "rank " << rank;
     EXPECT_LT(joined->failed_at[rank] - joined->killed_at, 1.0) << "rank " << rank;
   }
+}
+
+// A member is named by its pid and start time: alive while both match, exited once it is a
+// zombie or gone, and a live process whose start time differs (a recycled pid) is not it.
+TEST(PeerWatch, PidAndStartTimeNameOneProcess) {
+  const std::uint64_t mine = shmcoll::shm::own_start_ticks();
+  ASSERT_NE(mine, 0u) << "/proc is readable here";
+  EXPECT_FALSE(shmcoll::shm::process_has_exited(getpid(), mine));
+  EXPECT_TRUE(shmcoll::shm::process_has_exited(getpid(), mine + 1));
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  siginfo_t info{};
+  ASSERT_EQ(waitid(P_PID, static_cast<id_t>(child), &info, WEXITED | WNOWAIT), 0);  // a zombie now
+  EXPECT_TRUE(shmcoll::shm::process_has_exited(child, 0));
+  waitpid(child, nullptr, 0);
+  EXPECT_TRUE(shmcoll::shm::process_has_exited(child, 0));
 }
 
 }  // namespace

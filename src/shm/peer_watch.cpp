@@ -20,9 +20,14 @@ struct ProcessStat {
 
 // Fields 3 (state) and 22 (starttime) of /proc/<pid>/stat; the command name (field 2) may hold
 // spaces and parentheses, so fields are counted from its last ')'.
+// pid 0: this process (/proc/self/stat).
 ProcessStat read_stat(pid_t pid) {
   char path[32];
-  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  if (pid == 0) {
+    std::snprintf(path, sizeof path, "/proc/self/stat");
+  } else {
+    std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  }
   const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return {};
   char text[1024];
@@ -48,8 +53,12 @@ ProcessStat read_stat(pid_t pid) {
 
 }  // namespace
 
-std::uint64_t process_start_ticks(pid_t pid) {
-  return read_stat(pid).start_ticks;
+std::uint64_t own_start_ticks() {
+  const ProcessStat by_pid = read_stat(getpid());
+  const ProcessStat by_self = read_stat(0);
+  return by_pid.readable && by_self.readable && by_pid.start_ticks == by_self.start_ticks
+             ? by_pid.start_ticks
+             : 0;
 }
 
 bool process_has_exited(pid_t pid, std::uint64_t start_ticks) {

@@ -11,8 +11,10 @@
 
 namespace shmcoll::shm {
 
-// When process `pid` started, in clock ticks after boot; 0 when /proc cannot tell.
-std::uint64_t process_start_ticks(pid_t pid);
+// When this process started, in clock ticks after boot, as peers will read it from
+// /proc/<pid>/stat; 0 when /proc cannot tell, or shows another PID namespace than ours (there
+// /proc/<pid> is not this process, and peers fall back on whether the pid exists at all).
+std::uint64_t own_start_ticks();
 
 // True when the process that was `pid` and started at `start_ticks` has exited (or is a zombie).
 // With start_ticks 0 (unknown), only a pid that no longer exists counts as exited.

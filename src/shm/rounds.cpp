@@ -66,7 +66,7 @@ void Rounds::join_team(std::span<const std::byte> profile_data,
   if (rank_ == 0) std::memcpy(segment_.header().team_data, team_data.data(), team_data.size());
   RankProfile& mine = segment_.profile(rank_);
   mine.pid.store(static_cast<std::int32_t>(getpid()), std::memory_order_relaxed);
-  mine.start_ticks.store(process_start_ticks(getpid()), std::memory_order_relaxed);
+  mine.start_ticks.store(own_start_ticks(), std::memory_order_relaxed);
   std::memcpy(mine.data, profile_data.data(), profile_data.size());
   segment_.prefault_own_pages(rank_);
   RankControl& control = segment_.control(rank_);
