@@ -293,6 +293,25 @@ TEST(DeadPeer, JoinedMembersNoticeAKilledOneWithoutAFilePerPeer) {
   }
 }
 
+// Ranks forked by run() hold no descriptor per peer either: the supervisor's pidfds, opened as it
+// forks, must not stay open in the ranks forked after them.
+TEST(DeadPeer, ForkedRanksHoldNoFilePerPeer) {
+  constexpr int kSize = 64;
+  struct Files {
+    int at_rank[kSize];
+  };
+  auto* files = shared_block<Files>();
+  shmcoll::run(kSize, {}, [&](shmcoll::Team& team) {
+    team.barrier();
+    files->at_rank[team.rank()] = open_files();
+  });
+  // Rank 0 is the supervisor (a pidfd per rank); the others hold a handful, whatever p.
+  for (int rank = 1; rank < kSize; ++rank) {
+    EXPECT_LE(files->at_rank[rank], files->at_rank[1]) << "rank " << rank;
+  }
+  EXPECT_LT(files->at_rank[kSize - 1], 16);
+}
+
 // A member is named by its pid and start time: alive while both match, exited once it is a
 // zombie or gone, and a live process whose start time differs (a recycled pid) is not it.
 TEST(PeerWatch, PidAndStartTimeNameOneProcess) {

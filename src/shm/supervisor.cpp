@@ -55,6 +55,14 @@ void Supervisor::watch(int rank, pid_t pid) {
   members_.push_back({rank, pid, pidfd});
 }
 
+void Supervisor::close_inherited() {
+  for (Member& member : members_) {
+    if (member.pidfd >= 0) ::close(member.pidfd);
+    member.pidfd = -1;
+  }
+  members_.clear();
+}
+
 void Supervisor::signal_all(int signal) const {
   for (const Member& member : members_) {
     if (member.pidfd >= 0) syscall(SYS_pidfd_send_signal, member.pidfd, signal, nullptr, 0);
