@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <cstring>
 
@@ -20,11 +19,6 @@ namespace {
 struct alignas(128) Line {
   std::atomic<std::uint64_t> value;
 };
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
 
 void wait_for(const Line& line, std::uint64_t value) {
   while (line.value.load(std::memory_order_acquire) < value) __builtin_ia32_pause();
@@ -103,10 +97,6 @@ double measure_memcpy(std::size_t bytes) {
 }
 
 }  // namespace
-
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 double measure_line_exchange() {
   References refs;

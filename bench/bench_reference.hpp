@@ -6,6 +6,8 @@
 #include <map>
 #include <vector>
 
+#include "bench_timing.hpp"
+
 namespace bench {
 
 struct References {
@@ -17,9 +19,6 @@ struct References {
     return found == memcpy_by_size.end() ? 0.0 : found->second;
   }
 };
-
-// Seconds on the monotonic clock, for every timing in the harness.
-double now_seconds();
 
 // Forks one helper process bound to the second core; medians of repeated measurements.
 References measure_references(const std::vector<std::size_t>& memcpy_sizes);

@@ -8,10 +8,10 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <vector>
 
+#include "bench_timing.hpp"
 #include "shmcoll/shmcoll.hpp"
 
 namespace {
@@ -19,14 +19,8 @@ namespace {
 using shmcoll::Datatype;
 using shmcoll::Dtype;
 
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double median(std::vector<double> samples) {
-  std::sort(samples.begin(), samples.end());
-  return samples[samples.size() / 2];
-}
+using bench::median;
+using bench::now_seconds;
 
 // One layout of the data: `count` elements of `type`.
 struct Layout {

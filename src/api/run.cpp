@@ -70,7 +70,7 @@ void run(int n, const Options& options, const std::function<void(Team&)>& fn) {
   for (int rank = 1; rank < n; ++rank) {
     const pid_t pid = fork();
     if (pid == 0) {
-      supervisor.close_inherited();
+      supervisor.forget_members();
       watch_segment = shm::Segment{};
       child_main(std::move(segment), rank, plan, fn);
     }

@@ -1,7 +1,6 @@
 #include "api/team_state.hpp"
 
 #include <algorithm>
-#include <bitset>
 #include <cstdio>
 #include <cstring>
 #include <type_traits>
@@ -54,17 +53,16 @@ void adopt_team_tunables(const shm::Rounds& rounds, coll::Tunables& tunables) {
 }  // namespace
 
 bool ranks_share_cpus(std::span<const MemberProfile> members) {
-  std::bitset<topo::kMaxCpus> cpus;
-  std::int32_t quota = 0;  // the largest quota, when every member has one
+  // The team's budget: the union of the masks, and the largest quota when every member has one.
+  topo::CpuBudget together;
   bool every_member_has_quota = true;
   for (const MemberProfile& member : members) {
-    cpus |= member.budget.allowed;
-    quota = std::max(quota, member.budget.quota_cpus);
+    together.allowed |= member.budget.allowed;
+    together.quota_cpus = std::max(together.quota_cpus, member.budget.quota_cpus);
     every_member_has_quota = every_member_has_quota && member.budget.quota_cpus > 0;
   }
-  std::size_t usable = std::max<std::size_t>(cpus.count(), 1);
-  if (every_member_has_quota) usable = std::min<std::size_t>(usable, std::size_t(quota));
-  return members.size() > usable;
+  if (!every_member_has_quota) together.quota_cpus = 0;
+  return members.size() > static_cast<std::size_t>(together.usable());
 }
 
 topo::Tree join_and_build_tree(shm::Rounds& rounds, const topo::Location& location,

@@ -126,20 +126,19 @@ class Exchange {
                     data + block.bytes() <= segment.heap(me_) + segment.layout().heap_bytes;
     });
     // Where every rank knows the lengths, the lines are planned from the call's longest block,
-    // as every rank plans them when it counts the rounds.
+    // the same plan on every rank (total_rounds counts the call's rounds from it).
     const bool everyone_knows = shape_.lengths_known_by == ExchangeShape::Knowledge::everyone;
-    const std::optional<LinePlan> lines = plan_lines(
-        shape_, everyone_knows ? shape_.longest : longest, regions(), geometry_.line_region);
+    lines_ = plan_lines(shape_, everyone_knows ? shape_.longest : longest, regions(),
+                        geometry_.line_region);
     if (longest <= geometry_.line_region) {
       mode_ = in_line;
-    } else if (lines && longest <= lines->stride) {
+    } else if (lines_ && longest <= lines_->stride) {
       mode_ = in_lines;
-      lines_ = *lines;
     } else {
       mode_ = all_in_heap && longest >= ctx_.tunables.direct_min ? in_heap : in_slots;
     }
     my_rounds_ = mode_ == in_slots   ? rounds_needed(longest, false, geometry_.slot_region)
-                 : mode_ == in_lines ? lines_.rounds
+                 : mode_ == in_lines ? lines_->rounds
                                      : 1;
     known_rounds_ = my_rounds_;
     for (std::uint32_t source = first_source(); source < end_of_sources(); ++source) {
@@ -152,7 +151,8 @@ class Exchange {
   // My blocks (or their first pieces, or their heap offsets) and my round count, at once.
   void post_first_round(std::uint32_t round) {
     alignas(8) std::byte line[shm::kMessageBytes];
-    const LineHeader header{known_rounds_, mode_, lines_.stride};
+    const LineHeader header{known_rounds_, mode_,
+                            mode_ == in_lines ? lines_->stride : std::uint16_t{0}};
     std::memcpy(line, &header, kHeaderBytes);
     if (mode_ == in_lines) return post_line(round, 0, line);
     std::size_t line_bytes = kHeaderBytes;
@@ -180,8 +180,8 @@ class Exchange {
   void post_line(std::uint32_t round, std::uint32_t index, std::byte* line) {
     std::size_t line_bytes = kHeaderBytes;
     for_each_outgoing([&](const Block& block, std::uint32_t region) {
-      if (block.bytes() == 0 || region / lines_.per_line != index) return;
-      const std::size_t at = kHeaderBytes + region % lines_.per_line * lines_.stride;
+      if (block.bytes() == 0 || region / lines_->per_line != index) return;
+      const std::size_t at = kHeaderBytes + region % lines_->per_line * lines_->stride;
       block.type->pack_range(block.base, block.count, 0, block.bytes(), line + at);
       line_bytes = std::max(line_bytes, at + block.bytes());
     });
@@ -197,9 +197,7 @@ class Exchange {
     };
     switch (shape_.lengths_known_by) {
       case Knowledge::everyone:
-        if (auto lines = plan_lines(shape_, shape_.longest, regions(), geometry_.line_region)) {
-          return lines->rounds;
-        }
+        if (lines_) return lines_->rounds;
         return rounds_needed(shape_.longest, shape_.longest <= geometry_.line_region,
                              geometry_.slot_region);
       case Knowledge::root:
@@ -295,7 +293,7 @@ class Exchange {
   const std::uint32_t size_;
   const Geometry geometry_;
   Mode mode_ = in_slots;
-  LinePlan lines_{};  // in_lines
+  std::optional<LinePlan> lines_;  // the call's line plan, where it has one (choose_mode)
   std::uint32_t my_rounds_ = 1;
   std::uint32_t known_rounds_ = 1;
 };

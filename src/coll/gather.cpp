@@ -38,14 +38,15 @@ void gather(Context& ctx, const Block& send, const Layout& recv, int root, bool 
   const bool at_root = me == std::uint32_t(root);
   using Knowledge = ExchangeShape::Knowledge;
   const ExchangeShape shape =
-      varying ? ExchangeShape{false, Knowledge::root, 0, std::uint32_t(root), true, false, true}
-              : ExchangeShape{false,
-                              Knowledge::everyone,
-                              at_root ? recv.longest_bytes() : send.bytes(),
-                              std::uint32_t(root),
-                              true,
-                              false,
-                              true};
+      varying ? ExchangeShape{.personalized = false,
+                              .lengths_known_by = Knowledge::root,
+                              .root = std::uint32_t(root),
+                              .one_receiver = true}
+              : ExchangeShape{.personalized = false,
+                              .lengths_known_by = Knowledge::everyone,
+                              .longest = at_root ? recv.longest_bytes() : send.bytes(),
+                              .root = std::uint32_t(root),
+                              .one_receiver = true};
   // At the root, in place is a send block of count 0: nothing to copy into its own block.
   exchange(ctx, GatherSpec(send, recv, me, root, false), shape);
 }

@@ -30,13 +30,15 @@ void scatter(Context& ctx, const Layout& send, const Block& recv, int root, bool
   const auto root_rank = static_cast<std::uint32_t>(root);
   using Knowledge = ExchangeShape::Knowledge;
   const ExchangeShape shape =
-      varying ? ExchangeShape{true, Knowledge::root, 0, root_rank, true, true}
-              : ExchangeShape{true,
-                              Knowledge::everyone,
-                              me == root_rank ? send.longest_bytes() : recv.bytes(),
-                              root_rank,
-                              true,
-                              true};
+      varying ? ExchangeShape{.personalized = true,
+                              .lengths_known_by = Knowledge::root,
+                              .root = root_rank,
+                              .one_sender = true}
+              : ExchangeShape{.personalized = true,
+                              .lengths_known_by = Knowledge::everyone,
+                              .longest = me == root_rank ? send.longest_bytes() : recv.bytes(),
+                              .root = root_rank,
+                              .one_sender = true};
   exchange(ctx, ScatterSpec(send, recv, me, root_rank), shape);
 }
 

@@ -249,12 +249,14 @@ void Rounds::wait_slow(std::uint32_t peer, std::int64_t round, Reached reached,
   // yielding hands mine to whoever can run (0.6 us on this VM when nobody else can, 1.8 us to
   // switch), where a futex sleep would make every publish a wake-up system call and every wake a
   // trip through the scheduler's wake-up path. Sleep only when the wait turns out long.
-  const long long yield_start = now_ns();
-  for (unsigned yields = 1; policy_.yield_ns > 0; ++yields) {
-    if (reached()) return;
-    if (header.abort_word.load(std::memory_order_relaxed) != 0) fail_aborted(peer);
-    sched_yield();
-    if (yields % 8 == 0 && now_ns() - yield_start >= policy_.yield_ns) break;
+  if (policy_.yield_ns > 0) {
+    const long long yield_start = now_ns();
+    for (unsigned yields = 1;; ++yields) {
+      if (reached()) return;
+      if (header.abort_word.load(std::memory_order_relaxed) != 0) fail_aborted(peer);
+      sched_yield();
+      if (yields % 8 == 0 && now_ns() - yield_start >= policy_.yield_ns) break;
+    }
   }
 
   for (;;) {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -240,17 +241,18 @@ Segment::~Segment() {
 
 void Segment::prefault_own_pages(std::uint32_t rank) const {
   // Backs my control page and slots at once, failing cleanly where /dev/shm is too small for
-  // the team (a store into a page tmpfs cannot back is a SIGBUS). Kernels before 5.14 lack
-  // MADV_POPULATE_WRITE; there the stores below fault the pages in.
+  // the team (a store into a page tmpfs cannot back is a SIGBUS).
   const std::size_t bytes = kPageBytes + 2 * layout_.slot_bytes;
-  if (madvise(&control(rank), bytes, MADV_POPULATE_WRITE) != 0 && errno != EINVAL) {
+  if (madvise(&control(rank), bytes, MADV_POPULATE_WRITE) == 0) return;
+  if (errno != EINVAL) {
     fail_errno(
         "rank ", rank, ": backing its ", bytes, " bytes of the shared segment (a team of ",
         layout_.team_size, " needs ", layout_.team_size * bytes,
         " bytes of /dev/shm: is it full? Docker: --shm-size; or a smaller SHMCOLL_SLOT_BYTES)");
   }
-  // The control page is written through atomics only; touching it by reading a word would map a
-  // shared zero page, so store to it (zeros are what a new segment holds anyway).
+  // Kernels before 5.14 lack MADV_POPULATE_WRITE: store to the pages instead. The control page
+  // is written through atomics only; touching it by reading a word would map a shared zero
+  // page, so store to it (zeros are what a new segment holds anyway).
   std::memset(reinterpret_cast<std::byte*>(&control(rank)) + sizeof(RankControl), 0,
               kPageBytes - sizeof(RankControl));
   control(rank).round.store(0, std::memory_order_relaxed);

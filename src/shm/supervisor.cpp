@@ -26,9 +26,7 @@ std::string MemberExit::describe() const {
 }
 
 Supervisor::~Supervisor() {
-  for (const Member& member : members_) {
-    if (member.pidfd >= 0) ::close(member.pidfd);
-  }
+  forget_members();
 }
 
 namespace {
@@ -55,7 +53,7 @@ void Supervisor::watch(int rank, pid_t pid) {
   members_.push_back({rank, pid, pidfd});
 }
 
-void Supervisor::close_inherited() {
+void Supervisor::forget_members() {
   for (Member& member : members_) {
     if (member.pidfd >= 0) ::close(member.pidfd);
     member.pidfd = -1;

@@ -32,9 +32,10 @@ class Supervisor {
   Supervisor& operator=(const Supervisor&) = delete;
 
   void watch(int rank, pid_t pid);
-  // In a process forked after some watch() calls: closes the pidfds it inherited, which are the
-  // parent's to use (without this, the k-th forked rank would hold k-1 of them: p^2/2 in all).
-  void close_inherited();
+  // Closes every member's pidfd and forgets it. A process forked after some watch() calls calls
+  // this at once: the pidfds it inherited are the parent's to use (else the k-th forked rank
+  // would hold k-1 of them: p^2/2 in all).
+  void forget_members();
   // Reaps every watched member, in the order they exit. When `interrupt_fd` turns readable (a
   // signalfd for SIGINT/SIGTERM), members get SIGTERM, then SIGKILL after a grace second.
   std::vector<MemberExit> reap_all(int interrupt_fd = -1);
