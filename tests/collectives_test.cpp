@@ -177,6 +177,7 @@ TEST_P(Collectives, MatchReferenceAtEveryCountRootAndInPlaceWithEachAlgorithm) {
     const char* bcast;
   };
   const Choice algorithms[] = {{"allreduce_inline", "reduce_inline", "bcast_inline"},
+                               {"allreduce_arrivals", "reduce_inline", "bcast_inline"},
                                {"allreduce_all_read", "reduce_root_reads", "bcast_pipelined"},
                                {"allreduce_slices", "reduce_slices", "bcast_pipelined"}};
   for (const auto& [allreduce_algorithm, reduce_algorithm, bcast_algorithm] : algorithms) {

@@ -26,9 +26,11 @@ struct Outcome {
   int code[64];  // Errc seen by each rank, -1 when the rank saw none
 };
 
-// Runs allreduces in a loop on every rank; the victim kills itself with SIGKILL mid-loop.
-void allreduce_until_victim_dies(shmcoll::Team& team, int victim, Outcome& outcome) {
-  std::vector<double> data(1000, 1.0);
+// Runs allreduces of `count` elements in a loop on every rank; the victim kills itself with
+// SIGKILL mid-loop.
+void allreduce_until_victim_dies(shmcoll::Team& team, int victim, Outcome& outcome,
+                                 std::size_t count = 1000) {
+  std::vector<double> data(count, 1.0);
   outcome.code[team.rank()] = -1;
   try {
     for (int iteration = 0; iteration < 1'000'000; ++iteration) {
@@ -71,6 +73,26 @@ TEST_P(DeadPeer, KilledRankMakesEverySurvivorFailWithinOneSecond) {
 
 INSTANTIATE_TEST_SUITE_P(TeamSizes, DeadPeer, ::testing::Values(2, 4, 8, 16, 64),
                          [](const auto& info) { return "p" + std::to_string(info.param); });
+
+// Where the last rank to arrive completes the call, the others wait for a word nobody in
+// particular writes: they must still find the rank that died (before or after arriving).
+TEST(DeadPeer, SurvivorsOfCallsCompletedByTheLastArrivalFailWithinOneSecond) {
+  shmcoll::testing::ScopedEnv algorithm("SHMCOLL_ALLREDUCE_ALGORITHM", "allreduce_arrivals");
+  for (int ranks : {3, 16}) {
+    auto* outcome = shared_block<Outcome>();
+    const int victim = ranks - 1;
+    EXPECT_THROW(shmcoll::run(ranks, {},
+                              [&](shmcoll::Team& team) {
+                                allreduce_until_victim_dies(team, victim, *outcome, 1);
+                              }),
+                 shmcoll::Error);
+    for (int rank = 0; rank < ranks; ++rank) {
+      if (rank == victim) continue;
+      EXPECT_EQ(outcome->code[rank], static_cast<int>(Errc::peer_failed)) << "rank " << rank;
+      EXPECT_LT(outcome->failed_at[rank] - outcome->killed_at, 1.0) << "rank " << rank;
+    }
+  }
+}
 
 TEST(DepartedPeer, RankThatLeavesEarlyFailsTheOthersInsteadOfHanging) {
   auto* outcome = shared_block<Outcome>();

@@ -213,6 +213,13 @@ TEST(TreeCollectives, SelectionTakesTheTreeOnlyWhereItPaysAndIsExact) {
   EXPECT_EQ(shmcoll::coll::select_scan(tunables, ordered, 121), Algorithm::scan_tree);
   EXPECT_EQ(shmcoll::coll::select_scan(tunables, ordered, (16 << 10) + 1), Algorithm::scan_chunks);
   EXPECT_EQ(shmcoll::coll::select_scan(tunables, shared, 121), Algorithm::scan_chunks);
+  // Ranks that outnumber their CPUs (as every member's profile says): the last rank to arrive
+  // completes small barriers and allreduces for all.
+  auto crowded = shared;
+  crowded.ranks_share_cpus = true;
+  EXPECT_EQ(shmcoll::coll::select_barrier(tunables, crowded), Algorithm::barrier_arrivals);
+  EXPECT_EQ(select_allreduce(tunables, crowded, 104, false), Algorithm::allreduce_arrivals);
+  EXPECT_EQ(select_allreduce(tunables, crowded, 105, true), Algorithm::allreduce_all_read);
 }
 
 // Forcing the tree algorithms on this machine's own (flat or shallow) tree, unbound, at odd sizes.

@@ -150,6 +150,7 @@ class OpsOnTeams : public ::testing::TestWithParam<int> {};
 TEST_P(OpsOnTeams, EveryAlgorithmAppliesEveryOperatorInRankOrder) {
   for (const auto& [allreduce_algorithm, reduce_algorithm] :
        {std::pair{"allreduce_inline", "reduce_inline"},
+        std::pair{"allreduce_arrivals", "reduce_inline"},
         std::pair{"allreduce_all_read", "reduce_root_reads"},
         std::pair{"allreduce_slices", "reduce_slices"}}) {
     ScopedEnv allreduce("SHMCOLL_ALLREDUCE_ALGORITHM", allreduce_algorithm);

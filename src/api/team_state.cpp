@@ -66,7 +66,7 @@ bool ranks_share_cpus(std::span<const MemberProfile> members) {
 }
 
 topo::Tree join_and_build_tree(shm::Rounds& rounds, const topo::Location& location,
-                               coll::Tunables& tunables) {
+                               coll::Tunables& tunables, bool& share) {
   static_assert(sizeof(MemberProfile) <= shm::kProfileBytes);
   static_assert(std::is_trivially_copyable_v<MemberProfile>);
   static_assert(sizeof(coll::TeamTunables) <= shm::kTeamDataBytes);
@@ -86,8 +86,9 @@ topo::Tree join_and_build_tree(shm::Rounds& rounds, const topo::Location& locati
   }
   // Each rank's home is the rank-th CPU of its mask: distinct among ranks that share a mask and
   // fit it, and for a bound rank the one it is bound to.
-  rounds.set_wait_policy(wait_policy(tunables, ranks_share_cpus(members),
-                                     mine.budget.nth_allowed(rounds.rank()), membarrier));
+  share = ranks_share_cpus(members);
+  rounds.set_wait_policy(
+      wait_policy(tunables, share, mine.budget.nth_allowed(rounds.rank()), membarrier));
   return topo::Tree::build(where, tunables.team.hierarchy());
 }
 

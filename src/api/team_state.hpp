@@ -50,8 +50,9 @@ shm::Segment place_area(shm::Segment segment, std::uint32_t rank, const RankSetu
 // rank 0's team-wide tunables into `tunables` (saying once on stderr which of this rank's own
 // differed), sets how waits spin from whether the ranks share CPUs, and builds the tree from
 // every member's location.
+// `ranks_share_cpus` is set as ranks_share_cpus() judges the team.
 topo::Tree join_and_build_tree(shm::Rounds& rounds, const topo::Location& location,
-                               coll::Tunables& tunables);
+                               coll::Tunables& tunables, bool& ranks_share_cpus);
 
 struct TeamState {
   // Joins the team: blocks until every member has joined.
@@ -59,13 +60,14 @@ struct TeamState {
             const RankSetup& setup)
       : tunables(tunables_in),
         rounds(place_area(std::move(segment), rank, setup), rank, wait_policy(tunables_in, false)),
-        tree(join_and_build_tree(rounds, setup.location, tunables)),
-        context(rounds, tunables.team, tree),
+        tree(join_and_build_tree(rounds, setup.location, tunables, ranks_share_cpus)),
+        context(rounds, tunables.team, tree, ranks_share_cpus),
         equal_counts(rounds.size()),
         block_spans(rounds.size()),
         heap(rounds.segment().heap(rank), rounds.segment().layout().heap_bytes) {}
   coll::Tunables tunables;
   shm::Rounds rounds;
+  bool ranks_share_cpus = false;  // set while the tree is built
   topo::Tree tree;
   coll::Context context;
   std::vector<std::int64_t> equal_counts;  // reduce_scatter_block's counts, sized once

@@ -15,11 +15,12 @@
 namespace shmcoll::coll {
 
 struct Context {
-  Context(shm::Rounds& rounds_in, const TeamTunables& tunables_in, const topo::Tree& tree_in)
+  Context(shm::Rounds& rounds_in, const TeamTunables& tunables_in, const topo::Tree& tree_in,
+          bool ranks_share_cpus = false)
       : rounds(rounds_in),
         tunables(tunables_in),
         tree(tree_in),
-        tree_shape(TreeShape::of(tree_in)),
+        tree_shape(TreeShape::of(tree_in, ranks_share_cpus)),
         inputs(rounds_in.size()),
         offsets(rounds_in.size()),
         direct_from(rounds_in.size()),

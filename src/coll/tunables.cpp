@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "shm/layout.hpp"
@@ -47,10 +48,10 @@ constexpr TunableInfo kTunables[] = {
     {"SHMCOLL_TOPOLOGY", "this machine",
      "synthetic:<hwloc description> or xml:<file>: map ranks and build trees as on that machine"},
     {"SHMCOLL_PLACEMENT", "local", "where rank memory lives: local, interleave, node:<n>, none"},
-    {"SHMCOLL_BARRIER_ALGORITHM", "auto", "force barrier_flat or barrier_tree"},
+    {"SHMCOLL_BARRIER_ALGORITHM", "auto", "force barrier_flat, barrier_tree or barrier_arrivals"},
     {"SHMCOLL_ALLREDUCE_ALGORITHM", "auto",
-     "force allreduce_inline (<= 104 bytes), allreduce_tree, allreduce_all_read or "
-     "allreduce_slices"},
+     "force allreduce_inline or allreduce_arrivals (<= 104 bytes), allreduce_tree, "
+     "allreduce_all_read or allreduce_slices"},
     {"SHMCOLL_BCAST_ALGORITHM", "auto",
      "force bcast_inline (<= 104 bytes), bcast_tree or bcast_pipelined"},
     {"SHMCOLL_REDUCE_ALGORITHM", "auto",
@@ -134,6 +135,8 @@ const char* algorithm_name(Algorithm algorithm) {
       return "barrier_flat";
     case Algorithm::barrier_tree:
       return "barrier_tree";
+    case Algorithm::barrier_arrivals:
+      return "barrier_arrivals";
     case Algorithm::bcast_tree:
       return "bcast_tree";
     case Algorithm::reduce_tree:
@@ -156,6 +159,8 @@ const char* algorithm_name(Algorithm algorithm) {
       return "allreduce_all_read";
     case Algorithm::allreduce_slices:
       return "allreduce_slices";
+    case Algorithm::allreduce_arrivals:
+      return "allreduce_arrivals";
     case Algorithm::scan_inline:
       return "scan_inline";
     case Algorithm::scan_chunks:
@@ -182,11 +187,13 @@ Tunables Tunables::from_env() {
       static_cast<std::uint64_t>(env_number("SHMCOLL_REDUCE_SMALL_MAX", 16 << 10));
   team.slices_min_ranks = static_cast<std::uint32_t>(env_number("SHMCOLL_SLICES_MIN_RANKS", 3));
   team.check_calls = env_flag("SHMCOLL_CHECK_CALLS", true);
-  team.forced_barrier = env_algorithm("SHMCOLL_BARRIER_ALGORITHM",
-                                      {Algorithm::barrier_flat, Algorithm::barrier_tree});
+  team.forced_barrier = env_algorithm(
+      "SHMCOLL_BARRIER_ALGORITHM",
+      {Algorithm::barrier_flat, Algorithm::barrier_tree, Algorithm::barrier_arrivals});
   team.forced_allreduce = env_algorithm(
-      "SHMCOLL_ALLREDUCE_ALGORITHM", {Algorithm::allreduce_inline, Algorithm::allreduce_tree,
-                                      Algorithm::allreduce_all_read, Algorithm::allreduce_slices});
+      "SHMCOLL_ALLREDUCE_ALGORITHM",
+      {Algorithm::allreduce_inline, Algorithm::allreduce_arrivals, Algorithm::allreduce_tree,
+       Algorithm::allreduce_all_read, Algorithm::allreduce_slices});
   team.forced_bcast =
       env_algorithm("SHMCOLL_BCAST_ALGORITHM",
                     {Algorithm::bcast_inline, Algorithm::bcast_tree, Algorithm::bcast_pipelined});
@@ -255,19 +262,26 @@ struct Candidates {
   Algorithm inline_algorithm;  // fits a message line, flat
   Algorithm tree_algorithm;    // fits a message line, over the tree
   Algorithm larger;            // by size, for payloads beyond a message line
+  // Fits a message line, where ranks share CPUs (none: the inline one)
+  std::optional<Algorithm> shared_algorithm = std::nullopt;
 };
 
-// A forced algorithm applies where it can: an inline one only when the payload fits a message
-// line, a tree one only when `tree_exact` (the tree keeps the result exact).
+// A forced algorithm applies where it can: an inline or shared one only when the payload fits a
+// message line, a tree one only when `tree_exact` (the tree keeps the result exact).
 Algorithm choose(int forced, const Candidates& candidates, std::size_t bytes, bool tree_exact,
                  const TreeShape& tree, const TeamTunables& tunables) {
   const bool fits_message = bytes <= shm::kMessageBytes;
   auto usable = [&](Algorithm algorithm) {
-    if (algorithm == candidates.inline_algorithm) return fits_message;
+    if (algorithm == candidates.inline_algorithm || algorithm == candidates.shared_algorithm) {
+      return fits_message;
+    }
     if (algorithm == candidates.tree_algorithm) return tree_exact;
     return true;
   };
   if (forced >= 0 && usable(static_cast<Algorithm>(forced))) return static_cast<Algorithm>(forced);
+  if (fits_message && tree.ranks_share_cpus && candidates.shared_algorithm) {
+    return *candidates.shared_algorithm;
+  }
   if (tree_exact && tree.pays && bytes <= tunables.tree_max) return candidates.tree_algorithm;
   return fits_message ? candidates.inline_algorithm : candidates.larger;
 }
@@ -276,14 +290,15 @@ Algorithm choose(int forced, const Candidates& candidates, std::size_t bytes, bo
 
 // A flat small collective costs every rank a transfer from every other, a tree a handoff per
 // level plus the polls of each parent; the model weighs the two for this team's tree.
-TreeShape TreeShape::of(const topo::Tree& tree) {
+TreeShape TreeShape::of(const topo::Tree& tree, bool ranks_share_cpus) {
   const topo::CostModel model;
   return {static_cast<std::uint32_t>(tree.size()), tree.rank_ordered,
-          model.tree_handoffs(tree) < model.flat_handoffs(tree)};
+          model.tree_handoffs(tree) < model.flat_handoffs(tree), ranks_share_cpus};
 }
 
 Algorithm select_barrier(const TeamTunables& tunables, const TreeShape& tree) {
   if (tunables.forced_barrier >= 0) return static_cast<Algorithm>(tunables.forced_barrier);
+  if (tree.ranks_share_cpus) return Algorithm::barrier_arrivals;
   return tree.pays ? Algorithm::barrier_tree : Algorithm::barrier_flat;
 }
 
@@ -308,7 +323,8 @@ Algorithm select_allreduce(const TeamTunables& tunables, const TreeShape& tree, 
       bytes > tunables.allreduce_small_max && tree.ranks >= tunables.slices_min_ranks;
   return choose(tunables.forced_allreduce,
                 {Algorithm::allreduce_inline, Algorithm::allreduce_tree,
-                 slices ? Algorithm::allreduce_slices : Algorithm::allreduce_all_read},
+                 slices ? Algorithm::allreduce_slices : Algorithm::allreduce_all_read,
+                 Algorithm::allreduce_arrivals},
                 bytes, commutative || tree.rank_ordered, tree, tunables);
 }
 

@@ -16,6 +16,7 @@ namespace shmcoll::coll {
 enum class Algorithm {
   barrier_flat,        // everyone publishes a round and waits for all
   barrier_tree,        // arrivals gathered up the hierarchy tree, the release sent down it
+  barrier_arrivals,    // everyone counts its arrival; the last to arrive releases everyone
   bcast_inline,        // <= 104 bytes: root posts a message line pair; readers copy it out
   bcast_pipelined,     // root copies chunks into its two slots alternately; readers copy out
   bcast_tree,          // down the hierarchy tree, each rank re-posting for its children
@@ -27,6 +28,7 @@ enum class Algorithm {
   allreduce_all_read,  // everyone copies in, then every rank reduces all slots itself
   allreduce_slices,    // reduce-scatter then allgather through the slots, chunk by chunk
   allreduce_tree,      // reduce_tree to the tree's root, then bcast_tree
+  allreduce_arrivals,  // <= 104 bytes: everyone posts a line; the last to arrive reduces for all
   scan_inline,         // <= 104 bytes: everyone posts a message line; rank r reduces ranks 0..r
   scan_chunks,         // as scan_inline, chunk by chunk through the slots
   scan_tree,           // subtree totals up a rank-ordered tree, then prefixes down it
@@ -78,14 +80,17 @@ struct Tunables {
   long yield_for(bool ranks_share_cpus) const;
 };
 
-// What selection needs to know of a team's tree, worked out once per team.
+// What selection needs to know of a team (its tree, whether its ranks share CPUs), worked out
+// once per team from what every member published, so every rank selects alike.
 struct TreeShape {
   std::uint32_t ranks = 1;
   bool rank_ordered = true;
   // The cost model (topo/cost_model.hpp) puts the tree's critical path for small collectives
   // below the flat algorithms'.
   bool pays = false;
-  static TreeShape of(const topo::Tree& tree);
+  // The ranks outnumber the CPUs they may use (api/team_state.hpp, ranks_share_cpus).
+  bool ranks_share_cpus = false;
+  static TreeShape of(const topo::Tree& tree, bool ranks_share_cpus = false);
 };
 
 // The tree algorithms are chosen up to SHMCOLL_TREE_MAX bytes when the tree pays (payloads

@@ -5,8 +5,10 @@
 //                                             creator before `initialized`; then, each on its own
 //                                             128-byte line pair: the abort word, the attach
 //                                             count, the warning flag,
-//                                             the first call mismatch seen and what rank 0
-//                                             publishes for the team (shared tunables).
+//                                             the first call mismatch seen, what rank 0
+//                                             publishes for the team (shared tunables), the
+//                                             arrival count and the result line of the calls
+//                                             that the last rank to arrive completes for all.
 //   profiles_offset        RankProfile[n]    per rank two line pairs written when it joins: its
 //                                             pid and what the layers above publish (where it
 //                                             runs, the CPUs it may use), then `joined`. Members
@@ -57,7 +59,7 @@ inline constexpr std::size_t kLinePair = 128;  // adjacent-line prefetch makes 6
 inline constexpr std::size_t kPageBytes = 4096;
 inline constexpr std::size_t kLineBytes = 64;
 inline constexpr std::uint64_t kMagic = 0x4c4f43434d4853ull;  // "SHMCCOL"
-inline constexpr std::uint32_t kLayoutVersion = 9;
+inline constexpr std::uint32_t kLayoutVersion = 10;
 
 // What a member checks before trusting a segment; written once by the creator.
 struct SegmentIdentity {
@@ -89,6 +91,20 @@ struct MismatchRecord {
   Signature peer_signature;
 };
 
+inline constexpr std::size_t kMessageBytes = 104;
+
+// What the last rank to arrive at a call posts for all (Rounds::arrive): the call's round in 64
+// bits (the line may be read many calls later; sleepers wait on its low half), who is computing
+// it (round and rank, so waiters know whose liveness to watch), the count of ranks asleep on it,
+// and the payload.
+struct alignas(kLinePair) ResultLine {
+  std::atomic<std::uint64_t> round;
+  std::atomic<std::uint64_t> combiner;  // round << 32 | rank
+  std::atomic<std::uint32_t> sleepers;
+  alignas(8) std::byte data[kMessageBytes];
+};
+static_assert(sizeof(ResultLine) == kLinePair);
+
 inline constexpr std::size_t kTeamDataBytes = 256;
 inline constexpr std::uint32_t kPlacementWarning = 1;  // SegmentHeader::warned bits
 inline constexpr std::uint32_t kTunablesWarning = 2;
@@ -108,10 +124,13 @@ struct SegmentHeader {
   // What rank 0 publishes for the whole team before it joins (meaning given by the layers above:
   // the tunables every member must share).
   alignas(kLinePair) std::byte team_data[kTeamDataBytes];
+  // Arrivals at the calls in which the last rank to arrive works for all (Rounds::arrive),
+  // counted since the team began, and the line where that rank posts the call's result.
+  alignas(kLinePair) std::atomic<std::uint64_t> arrivals;
+  alignas(kLinePair) ResultLine result;
 };
 static_assert(sizeof(SegmentHeader) <= kPageBytes);
 
-inline constexpr std::size_t kMessageBytes = 104;
 // Message lines per rank, used round robin: a rank may post small payloads this many rounds
 // minus one ahead of the slowest reader, so rooted small collectives in a row (bcast, scatter,
 // gather, scan) pipeline instead of waiting for a round trip each. As many as fill the control

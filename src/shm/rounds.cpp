@@ -128,6 +128,17 @@ void Rounds::publish_message(std::uint32_t round, const void* data, std::size_t 
   wake_sleepers(word);
 }
 
+void Rounds::publish_result(std::uint32_t round) {
+  ResultLine& result = segment_.header().result;
+  result.round.store(static_cast<std::uint64_t>(widen(round)), std::memory_order_release);
+  if (policy_.handshake == WaitPolicy::Handshake::publisher_fence) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  }
+  if (result.sleepers.load(std::memory_order_relaxed) != 0) {
+    futex_wake_all(futex_word_of(result.round));
+  }
+}
+
 void Rounds::release(std::uint32_t round) {
   auto& word = segment_.control(rank_).released;
   word.store(static_cast<std::uint64_t>(widen(round)), std::memory_order_release);
@@ -207,6 +218,36 @@ void Rounds::wait_for_release(std::uint32_t peer, std::int64_t target) {
   wait_slow(peer, target, reached, futex_word_of(word));
 }
 
+void Rounds::wait_for_result(std::int64_t target) {
+  ResultLine& result = segment_.header().result;
+  auto reached = [&] {
+    return static_cast<std::int64_t>(result.round.load(std::memory_order_acquire)) >= target;
+  };
+  // The rank the result waits for: the first that has not published the round, else the one
+  // computing the result. Only the last to arrive reads every line, so a wait this long also
+  // checks the calls of the ranks that published (a rank in another collective never arrives).
+  // When all published and nobody computes, one of them died between publishing and arriving.
+  const auto round = static_cast<std::uint32_t>(target);
+  std::uint32_t not_arrived = 0;
+  auto awaited = [&]() -> std::uint32_t {
+    for (; not_arrived < size_; ++not_arrived) {
+      if (not_arrived == rank_) continue;
+      const MessageLine& line = segment_.control(not_arrived).messages[round % kMessageLines];
+      if (widen(line.round.load(std::memory_order_acquire)) < target) return not_arrived;
+      wait_message(not_arrived, round);  // published: returns at once, comparing signatures
+    }
+    const std::uint64_t combiner = result.combiner.load(std::memory_order_relaxed);
+    if (static_cast<std::uint32_t>(combiner >> 32) == round) {
+      return static_cast<std::uint32_t>(combiner);
+    }
+    for (std::uint32_t peer = 0; peer < size_; ++peer) {
+      if (peer != rank_ && peer_has_exited(peer)) return peer;
+    }
+    return rank_;
+  };
+  wait_slow(awaited, target, reached, futex_word_of(result.round), result.sleepers);
+}
+
 bool Rounds::shares_cpu_with(std::uint32_t peer, int my_cpu) const {
   return peer != rank_ && segment_.control(peer).cpu.load(std::memory_order_relaxed) == my_cpu;
 }
@@ -220,9 +261,10 @@ bool Rounds::move_off(int& my_cpu) {
   return true;
 }
 
-template <typename Reached>
-void Rounds::wait_slow(std::uint32_t peer, std::int64_t round, Reached reached,
-                       const std::atomic<std::uint32_t>& futex_word) {
+template <typename Awaited, typename Reached>
+void Rounds::wait_slow(Awaited awaited, std::int64_t round, Reached reached,
+                       const std::atomic<std::uint32_t>& futex_word,
+                       std::atomic<std::uint32_t>& sleepers) {
   auto& header = segment_.header();
   const long long start = now_ns();
   int my_cpu = -1;
@@ -230,7 +272,7 @@ void Rounds::wait_slow(std::uint32_t peer, std::int64_t round, Reached reached,
   // reading it rarely would stretch a short spin many times over.
   for (unsigned spins = 1;; ++spins) {
     if (reached()) return;
-    if (header.abort_word.load(std::memory_order_relaxed) != 0) fail_aborted(peer);
+    if (header.abort_word.load(std::memory_order_relaxed) != 0) fail_aborted(awaited());
     cpu_relax();
     if (spins % 16 != 0) continue;
     if (spins == 16) {
@@ -241,7 +283,7 @@ void Rounds::wait_slow(std::uint32_t peer, std::int64_t round, Reached reached,
       // the ranks outnumber their CPUs, give the CPU up at once.
       my_cpu = sched_getcpu();
       note_my_cpu(my_cpu);
-      if (shares_cpu_with(peer, my_cpu) && !move_off(my_cpu)) break;
+      if (shares_cpu_with(awaited(), my_cpu) && !move_off(my_cpu)) break;
     }
     if (now_ns() - start >= policy_.spin_ns) break;
   }
@@ -253,14 +295,13 @@ void Rounds::wait_slow(std::uint32_t peer, std::int64_t round, Reached reached,
     const long long yield_start = now_ns();
     for (unsigned yields = 1;; ++yields) {
       if (reached()) return;
-      if (header.abort_word.load(std::memory_order_relaxed) != 0) fail_aborted(peer);
+      if (header.abort_word.load(std::memory_order_relaxed) != 0) fail_aborted(awaited());
       sched_yield();
       if (yields % 8 == 0 && now_ns() - yield_start >= policy_.yield_ns) break;
     }
   }
 
   for (;;) {
-    auto& sleepers = segment_.control(peer).sleepers;
     sleepers.fetch_add(1, std::memory_order_seq_cst);
     if (policy_.handshake == WaitPolicy::Handshake::sleeper_membarrier) global_membarrier();
     const std::uint32_t before = futex_word.load(std::memory_order_seq_cst);
@@ -271,10 +312,11 @@ void Rounds::wait_slow(std::uint32_t peer, std::int64_t round, Reached reached,
     // Linux's wake-up placement favours the waker's CPU, which is the peer I waited for: left
     // there, we would share it and sleep on every call, which keeps us together.
     my_cpu = sched_getcpu();
+    const std::uint32_t peer = awaited();
     if (shares_cpu_with(peer, my_cpu)) move_off(my_cpu);
     if (reached()) return;
-    if (header.abort_word.load(std::memory_order_acquire) != 0) fail_aborted(peer);
-    if (peer_has_exited(peer)) {
+    if (header.abort_word.load(std::memory_order_acquire) != 0) fail_aborted(awaited());
+    if (peer != rank_ && peer_has_exited(peer)) {
       if (reached()) return;  // it published before leaving
       segment_.abort(peer);
       fail(Errc::peer_failed, "rank ", rank_, ": rank ", peer, " (pid ",

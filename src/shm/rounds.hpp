@@ -119,6 +119,31 @@ class Rounds {
     }
   }
 
+  // Calls completed by the last rank to arrive: every rank publishes its round, then arrives;
+  // arrive() answers true to the last of the team's ranks to do so, and to nobody else. That rank
+  // reads the others' rounds (all published) and posts the result with publish_result; the others
+  // wait_result. Arrivals are counted team-wide, and each call's arrivals all come before any
+  // of the next call's, because every rank waits for a call's result before arriving again.
+  bool arrive(std::uint32_t round) {
+    auto& header = segment_.header();
+    const std::uint64_t before = header.arrivals.fetch_add(1, std::memory_order_acq_rel);
+    if ((before + 1) % size_ != 0) return false;
+    header.result.combiner.store(static_cast<std::uint64_t>(round) << 32 | rank_,
+                                 std::memory_order_relaxed);
+    return true;
+  }
+  // Where the last arriver builds the result (at most kMessageBytes), before publish_result.
+  std::byte* result_data() const { return segment_.header().result.data; }
+  void publish_result(std::uint32_t round);
+  const std::byte* wait_result(std::uint32_t round) {
+    const ResultLine& result = segment_.header().result;
+    const std::int64_t target = widen(round);
+    if (static_cast<std::int64_t>(result.round.load(std::memory_order_acquire)) < target) {
+      wait_for_result(target);
+    }
+    return result.data;
+  }
+
   // Direct reads: a rank that copied blocks straight out of other ranks' heaps in `round` says
   // so with release(round); their owners wait_released() before the memory may change. The
   // word is 64-bit: a peer's last release may be any number of rounds old.
@@ -193,11 +218,20 @@ class Rounds {
   void wait_for_round_word(std::uint32_t peer, std::int64_t target);
   void wait_for_line(std::uint32_t peer, std::int64_t target, const MessageLine& line);
   void wait_for_release(std::uint32_t peer, std::int64_t target);
+  void wait_for_result(std::int64_t target);
   // Spins until reached(), then sleeps on `futex_word` (which the peer writes after whatever
   // reached() reads) until reached(). `round` names the wait in errors.
   template <typename Reached>
   void wait_slow(std::uint32_t peer, std::int64_t round, Reached reached,
-                 const std::atomic<std::uint32_t>& futex_word);
+                 const std::atomic<std::uint32_t>& futex_word) {
+    wait_slow([peer] { return peer; }, round, reached, futex_word, segment_.control(peer).sleepers);
+  }
+  // The same where the rank awaited changes as the wait goes on (awaited() names it; my own rank
+  // when nobody is known) and sleepers count themselves in `sleepers`.
+  template <typename Awaited, typename Reached>
+  void wait_slow(Awaited awaited, std::int64_t round, Reached reached,
+                 const std::atomic<std::uint32_t>& futex_word,
+                 std::atomic<std::uint32_t>& sleepers);
   bool peer_has_exited(std::uint32_t peer) const {
     const RankProfile& profile = segment_.profile(peer);
     const pid_t pid = profile.pid.load(std::memory_order_acquire);
