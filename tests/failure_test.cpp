@@ -336,6 +336,45 @@ TEST(DeadPeer, ForkedRanksHoldNoFilePerPeer) {
 
 // A member is named by its pid and start time: alive while both match, exited once it is a
 // zombie or gone, and a live process whose start time differs (a recycled pid) is not it.
+// Ranks forked by shmcoll::run end with the process that called it (rank 0), however it ends.
+TEST(DeadPeer, RanksEndWithAKilledRunCaller) {
+  struct Started {
+    pid_t ranks[4];
+    int count;
+  };
+  auto* started = shared_block<Started>();
+  const pid_t caller = fork();
+  if (caller == 0) {
+    try {
+      shmcoll::run(4, {}, [&](shmcoll::Team& team) {
+        started->ranks[team.rank()] = getpid();
+        __atomic_add_fetch(&started->count, 1, __ATOMIC_RELEASE);
+        team.barrier();
+        for (;;) pause();  // outside any collective: no peer watch can see the caller die
+      });
+    } catch (...) {
+    }
+    _exit(0);
+  }
+  const double start = monotonic_seconds();
+  while (__atomic_load_n(&started->count, __ATOMIC_ACQUIRE) < 4 &&
+         monotonic_seconds() - start < 10) {
+    usleep(1000);
+  }
+  ASSERT_EQ(started->count, 4);
+  kill(caller, SIGKILL);
+  waitpid(caller, nullptr, 0);
+  const double killed_at = monotonic_seconds();
+  for (int rank = 1; rank < 4; ++rank) {
+    while (!shmcoll::testing::process_gone(started->ranks[rank]) &&
+           monotonic_seconds() - killed_at < 1.0) {
+      usleep(1000);
+    }
+    EXPECT_TRUE(shmcoll::testing::process_gone(started->ranks[rank]))
+        << "rank " << rank << " outlived the killed caller of run() by 1 s";
+  }
+}
+
 TEST(PeerWatch, PidAndStartTimeNameOneProcess) {
   const std::uint64_t mine = shmcoll::shm::own_start_ticks();
   ASSERT_NE(mine, 0u) << "/proc is readable here";

@@ -7,6 +7,9 @@
 //   random-forever DIR SEED write my pid to DIR/rank.N, then loop on collectives drawn at random
 //                           (the same sequence on every rank), until killed or failed
 //   expect-cores C0,C1,...  rank r checks that shmcoll-run mapped it to core Cr, then allreduces
+//   exit-rank-others-sleep DIR R CODE
+//                           write my pid to DIR/rank.N and pass a barrier; rank R exits with
+//                           CODE, the others sleep outside any collective until killed
 #include <signal.h>
 #include <unistd.h>
 
@@ -101,6 +104,12 @@ int main(int argc, char** argv) {
     if (mode == "barrier-forever") {
       announce_pid(argv[2], team.rank());
       for (;;) team.barrier();
+    }
+    if (mode == "exit-rank-others-sleep") {
+      announce_pid(argv[2], team.rank());
+      team.barrier();
+      if (team.rank() == std::atoi(argv[3])) return std::atoi(argv[4]);
+      for (;;) pause();  // no collective will notice the failure: only the launcher ends this
     }
     if (mode == "random-forever") {
       std::mt19937 random(static_cast<std::uint32_t>(std::stoul(argv[3])));  // any 32-bit seed

@@ -98,4 +98,75 @@ TEST(Launcher, SigintAndSigtermStopEveryRank) {
   }
 }
 
+// Ranks end with their launcher however it ends: SIGKILL (the OOM killer, `timeout -s KILL`, a
+// cancelled CI job) leaves no rank running a second later, and nothing in /dev/shm.
+TEST(Launcher, RanksEndWithAKilledLauncher) {
+  const auto shm_before = shmcoll::testing::dev_shm_entries();
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("shmcoll-orphans-" + std::to_string(getpid()));
+  for (int trial = 0; trial < 20; ++trial) {
+    const auto launch = shmcoll::testing::launch_in_background(
+        SHMCOLL_RUN, {"-n", "8", child, "barrier-forever", dir.string()}, 8, dir);
+    ASSERT_EQ(launch.ranks.size(), 8u) << "trial " << trial;
+    kill(launch.launcher, SIGKILL);
+    waitpid(launch.launcher, nullptr, 0);
+    const double killed_at = shmcoll::testing::monotonic_seconds();
+    auto all_gone = [&] {
+      for (pid_t pid : launch.ranks) {
+        if (!shmcoll::testing::process_gone(pid)) return false;
+      }
+      return true;
+    };
+    while (!all_gone() && shmcoll::testing::monotonic_seconds() - killed_at < 1.0) usleep(1000);
+    for (pid_t pid : launch.ranks) {
+      EXPECT_TRUE(shmcoll::testing::process_gone(pid))
+          << "trial " << trial << ": rank process " << pid << " outlived its launcher by 1 s";
+    }
+  }
+  EXPECT_EQ(shmcoll::testing::dev_shm_entries(), shm_before);
+  std::filesystem::remove_all(dir);
+}
+
+// A rank stopped (SIGSTOP, a debugger) makes the others time out; the launcher then ends the job
+// instead of waiting for the stopped rank.
+TEST(Launcher, AStoppedRankDoesNotKeepTheLauncherWaiting) {
+  shmcoll::testing::ScopedEnv timeout("SHMCOLL_TIMEOUT", "1");
+  shmcoll::testing::ScopedEnv grace("SHMCOLL_KILL_GRACE", "300ms");
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("shmcoll-stopped-" + std::to_string(getpid()));
+  const auto launch = shmcoll::testing::launch_in_background(
+      SHMCOLL_RUN, {"-n", "4", child, "barrier-forever", dir.string()}, 4, dir);
+  ASSERT_EQ(launch.ranks.size(), 4u);
+  kill(launch.ranks[1], SIGSTOP);
+  double seconds = 0;
+  const int status = shmcoll::testing::wait_for_launcher(launch.launcher, 5.0, seconds);
+  ASSERT_NE(status, -1) << "the launcher still waited 5 s after rank 1 stopped";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << status;
+  EXPECT_NE(launch.stderr_text().find("timeout"), std::string::npos) << launch.stderr_text();
+  for (pid_t pid : launch.ranks) {
+    EXPECT_TRUE(shmcoll::testing::process_gone(pid)) << "rank process " << pid << " survived";
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// As mpirun: once a rank fails, the others get SIGTERM after SHMCOLL_KILL_GRACE, even ranks that
+// call no collective that would notice; the launcher names the rank that failed.
+TEST(Launcher, AFailedRankEndsTheJobAfterTheGrace) {
+  shmcoll::testing::ScopedEnv grace("SHMCOLL_KILL_GRACE", "200ms");
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("shmcoll-ending-" + std::to_string(getpid()));
+  const auto launch = shmcoll::testing::launch_in_background(
+      SHMCOLL_RUN, {"-n", "3", child, "exit-rank-others-sleep", dir.string(), "1", "7"}, 3, dir);
+  ASSERT_EQ(launch.ranks.size(), 3u);
+  double seconds = 0;
+  const int status = shmcoll::testing::wait_for_launcher(launch.launcher, 5.0, seconds);
+  ASSERT_NE(status, -1) << "the launcher waited 5 s for ranks that outlived a failed one";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 7) << status;
+  EXPECT_NE(launch.stderr_text().find("rank 1"), std::string::npos) << launch.stderr_text();
+  for (pid_t pid : launch.ranks) {
+    EXPECT_TRUE(shmcoll::testing::process_gone(pid)) << "rank process " << pid << " survived";
+  }
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace

@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "shm/layout.hpp"
@@ -119,37 +121,102 @@ TEST(Layout, EachRankOwnsWholePagesAfterTheProfiles) {
   EXPECT_EQ(layout.area_offset(4) + layout.area_bytes, layout.total_bytes);
 }
 
+// Runs `body` in a child process that sees a private tmpfs of `size` (as "4m") on /dev/shm
+// and exits with what body returns; its wait status, or -1 when the machine does not allow a
+// private mount (not root).
+int in_small_dev_shm(const char* size, const std::function<int()>& body) {
+  const pid_t child = fork();
+  if (child == 0) {
+    const std::string options = std::string("size=") + size;
+    if (unshare(CLONE_NEWNS) != 0 ||
+        mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        mount("tmpfs", "/dev/shm", "tmpfs", 0, options.c_str()) != 0) {
+      _exit(77);
+    }
+    int verdict = 3;
+    try {
+      verdict = body();
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "unexpected exception: %s\n", error.what());
+    }
+    std::fflush(nullptr);
+    _exit(verdict);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 77 ? -1 : status;
+}
+
 // Docker's /dev/shm is 64 MiB: a team that needs more gets an error naming the cause on its
 // ranks, never a SIGBUS. A private mount namespace (root only) gives a 4 MiB /dev/shm; a team of
 // 16 needs about 8 MiB of it.
 TEST(SmallDevShm, ATeamThatDoesNotFitFailsWithAnErrorInsteadOfSigbus) {
-  const pid_t child = fork();
-  if (child == 0) {
-    if (unshare(CLONE_NEWNS) != 0 ||
-        mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
-        mount("tmpfs", "/dev/shm", "tmpfs", 0, "size=4m") != 0) {
-      _exit(77);  // not root: nothing to test here
-    }
-    int verdict = 3;
+  const int status = in_small_dev_shm("4m", [] {
     try {
       shmcoll::run(16, {}, [](shmcoll::Team& team) { team.barrier(); });
     } catch (const shmcoll::Error& error) {
       const std::string what = error.what();
       // Rank 0's own backing fails, or the first rank that failed is reported.
-      const bool named = what.find("/dev/shm") != std::string::npos ||
+      const bool named = (error.code() == Errc::out_of_memory &&
+                          what.find("bytes of /dev/shm, which has") != std::string::npos) ||
                          (error.code() == Errc::rank_failed &&
                           what.find("exited with status 1") != std::string::npos);
-      verdict = named ? 0 : 4;
       if (!named) std::fprintf(stderr, "unexpected error: %s\n", what.c_str());
+      return named ? 0 : 4;
     }
-    _exit(verdict);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
-    GTEST_SKIP() << "needs root (mount namespace)";
+    return 3;
+  });
+  if (status == -1) GTEST_SKIP() << "needs root (mount namespace)";
   ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
   EXPECT_EQ(WEXITSTATUS(status), 0) << "3: the team ran although it cannot fit; 4: another error";
+}
+
+// Team::allocate backs what it hands out: beyond what /dev/shm has left it is an out_of_memory
+// error, never a SIGBUS at the first store; what fits is usable.
+TEST(SmallDevShm, AllocationsBeyondWhatIsLeftAreAnErrorNotASigbus) {
+  const int status = in_small_dev_shm("4m", [] {
+    int verdict = 0;
+    shmcoll::run(2, {}, [&](shmcoll::Team& team) {
+      auto fits = team.allocate<std::byte>(256 << 10);
+      std::memset(fits.data(), 1, fits.size());
+      team.barrier();  // a failing allocation holds pages until it gives them back
+      try {
+        team.allocate<std::byte>(8 << 20);
+        verdict = 5;  // handed out memory that cannot be backed
+      } catch (const shmcoll::Error& error) {
+        if (error.code() != Errc::out_of_memory ||
+            std::string(error.what()).find("/dev/shm") == std::string::npos) {
+          std::fprintf(stderr, "unexpected error: %s\n", error.what());
+          verdict = 4;
+        }
+      }
+      team.barrier();
+      if (team.rank() != 0) _exit(verdict);
+    });
+    return verdict;
+  });
+  if (status == -1) GTEST_SKIP() << "needs root (mount namespace)";
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "4: another error; 5: no error";
+}
+
+// The launcher in a /dev/shm too small for its team: every rank stops with the message, none is
+// killed by a signal, and the launcher exits non-zero.
+TEST(SmallDevShm, TheLauncherStopsWithTheMessageInsteadOfASignal) {
+  const int status = in_small_dev_shm("256k", [] {
+    const auto result = shmcoll::testing::run_command(
+        std::string(SHMCOLL_RUN) + " -n 4 " + LAUNCHER_CHILD + " allreduce",
+        shmcoll::testing::Capture::stderr_only);
+    const bool named = result.output.find("/dev/shm") != std::string::npos;
+    const bool signalled = result.output.find("killed by signal") != std::string::npos;
+    if (!named || signalled || result.status == 0) {
+      std::fprintf(stderr, "status %d: %s\n", result.status, result.output.c_str());
+    }
+    return result.status != 0 && named && !signalled ? 0 : 4;
+  });
+  if (status == -1) GTEST_SKIP() << "needs root (mount namespace)";
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 }  // namespace

@@ -3,7 +3,9 @@
 // Creates the team's segment (already unlinked), forks N children that exec PROGRAM with
 // SHMCOLL_RANK, SHMCOLL_SIZE and SHMCOLL_SEGMENT_FD set, and supervises them: a rank that dies
 // or exits non-zero aborts the team so the others fail instead of hanging; SIGINT/SIGTERM stop
-// every rank. Exit status: 0 when all ranks exit 0, else the first failing rank's status.
+// every rank. Once a rank fails, the others get SIGTERM after SHMCOLL_KILL_GRACE, then SIGKILL;
+// ranks end with the launcher however it ends (PR_SET_PDEATHSIG). Exit status: 0 when all ranks
+// exit 0, else the first failing rank's status.
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
@@ -28,8 +30,9 @@ namespace {
 
 [[noreturn]] void exec_rank(const std::vector<std::string>& command, int rank, int size,
                             int segment_fd, const shmcoll::topo::Topology& topology, int core,
-                            const sigset_t& original_mask) {
+                            const sigset_t& original_mask, pid_t launcher) {
   sigprocmask(SIG_SETMASK, &original_mask, nullptr);
+  shmcoll::shm::end_with_parent(launcher);
   shmcoll::detail::bind_rank(topology, core);
   if (core >= 0) {
     setenv(shmcoll::detail::kCoreEnv, std::to_string(core).c_str(), 1);
@@ -103,11 +106,12 @@ int main(int argc, char** argv) {
 
     shmcoll::shm::Supervisor supervisor(segment);
     std::fflush(nullptr);
+    const pid_t launcher = getpid();
     for (int rank = 0; rank < ranks; ++rank) {
       const pid_t pid = fork();
       if (pid == 0) {
         const int core = cores.empty() ? -1 : cores[static_cast<std::size_t>(rank)];
-        exec_rank(command, rank, ranks, segment_fd, topology, core, original_mask);
+        exec_rank(command, rank, ranks, segment_fd, topology, core, original_mask, launcher);
       }
       if (pid < 0) {
         std::perror("shmcoll-run: fork");
@@ -118,7 +122,7 @@ int main(int argc, char** argv) {
     }
     ::close(segment_fd);
 
-    const auto exits = supervisor.reap_all(signal_fd);
+    const auto exits = supervisor.reap_all(signal_fd, tunables.kill_grace_ms, true);
     const shmcoll::shm::MemberExit* failure =
         shmcoll::shm::Supervisor::first_failure(exits, segment.aborted_by());
     if (!failure) return static_cast<int>(exits.size()) == ranks ? 0 : 1;

@@ -21,6 +21,7 @@ typedef enum shmcoll_errc {
   SHMCOLL_ERR_SYSTEM = 5,
   SHMCOLL_ERR_TIMEOUT = 6,
   SHMCOLL_ERR_MISMATCHED_CALL = 7,
+  SHMCOLL_ERR_OUT_OF_MEMORY = 8,
   SHMCOLL_ERR_UNKNOWN = 99
 } shmcoll_errc;
 

@@ -33,6 +33,8 @@ enum class Errc : int {
   timeout = 6,           // a wait exceeded its configured deadline (SHMCOLL_TIMEOUT)
   mismatched_call = 7,   // ranks called different collectives, or with different root, op,
                          // datatype or count; the message names two such ranks and the field
+  out_of_memory = 8,     // shared memory (/dev/shm) cannot back what was asked for; the message
+                         // says how much was needed and how much is free
 };
 
 SHMCOLL_API const char* errc_name(Errc code) noexcept;
@@ -172,6 +174,7 @@ class SHMCOLL_API Team {
   // collective whose send blocks (of a contiguous type) lie here and are at least
   // SHMCOLL_DIRECT_MIN bytes lets the receivers copy them straight out, one copy instead of two.
   // Not zeroed; valid until deallocate or the team's end; only this rank may deallocate it.
+  // Backed when allocated: where /dev/shm cannot back it, out_of_memory (never a SIGBUS later).
   template <typename T>
   std::span<T> allocate(std::size_t count) {
     return {static_cast<T*>(allocate_array(count, sizeof(T), alignof(T) > 64 ? alignof(T) : 64)),

@@ -37,7 +37,8 @@ int guarded(Fn&& fn) {
 }
 
 static_assert(SHMCOLL_ERR_TIMEOUT == static_cast<int>(shmcoll::Errc::timeout) &&
-                  SHMCOLL_ERR_MISMATCHED_CALL == static_cast<int>(shmcoll::Errc::mismatched_call),
+                  SHMCOLL_ERR_MISMATCHED_CALL == static_cast<int>(shmcoll::Errc::mismatched_call) &&
+                  SHMCOLL_ERR_OUT_OF_MEMORY == static_cast<int>(shmcoll::Errc::out_of_memory),
               "shmcoll.h's error codes follow shmcoll::Errc");
 static_assert(SHMCOLL_LONG_DOUBLE_INT == static_cast<int>(shmcoll::Dtype::long_double_int) &&
                   SHMCOLL_BYTE == static_cast<int>(shmcoll::Dtype::byte),

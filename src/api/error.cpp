@@ -20,6 +20,8 @@ const char* errc_name(Errc code) noexcept {
       return "timeout";
     case Errc::mismatched_call:
       return "mismatched_call";
+    case Errc::out_of_memory:
+      return "out_of_memory";
   }
   return "unknown";
 }

@@ -67,9 +67,11 @@ void run(int n, const Options& options, const std::function<void(Team&)>& fn) {
 
   shm::Supervisor supervisor(watch_segment);
   std::fflush(nullptr);  // or children would flush the parent's buffered output again
+  const pid_t parent = getpid();
   for (int rank = 1; rank < n; ++rank) {
     const pid_t pid = fork();
     if (pid == 0) {
+      shm::end_with_parent(parent);  // rank 0 is the team's parent: nobody outlives it
       supervisor.forget_members();
       watch_segment = shm::Segment{};
       child_main(std::move(segment), rank, plan, fn);

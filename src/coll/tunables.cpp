@@ -39,6 +39,10 @@ constexpr TunableInfo kTunables[] = {
      "waits gives its CPU to ranks that can run)"},
     {"SHMCOLL_TIMEOUT", "0 (off)",
      "a wait longer than this fails with timeout: seconds, or with a unit as in 500ms or 2s"},
+    {"SHMCOLL_KILL_GRACE", "1s",
+     "shmcoll-run: once a rank fails, the others get SIGTERM this long after, and SIGKILL as long "
+     "again after that (after SIGINT/SIGTERM/SIGHUP to the launcher: SIGTERM at once); seconds, "
+     "or with a unit as in 500ms"},
     {"SHMCOLL_CHECK_CALLS", "1",
      "0 turns off the check that every rank made the same call (kind, root, op, datatype, "
      "count); a mismatch then corrupts or hangs instead of failing with mismatched_call"},
@@ -178,6 +182,8 @@ Tunables Tunables::from_env() {
   t.spin_ns = static_cast<long>(env_number("SHMCOLL_SPIN_NS", -1));
   t.yield_ns = static_cast<long>(env_number("SHMCOLL_YIELD_NS", -1));
   t.timeout_ms = env_milliseconds("SHMCOLL_TIMEOUT");
+  const char* grace = std::getenv("SHMCOLL_KILL_GRACE");
+  t.kill_grace_ms = grace && *grace ? env_milliseconds("SHMCOLL_KILL_GRACE") : 1000;
   TeamTunables& team = t.team;
   team.direct_min = static_cast<std::uint64_t>(env_number("SHMCOLL_DIRECT_MIN", 8 << 10));
   team.tree_max = static_cast<std::uint64_t>(env_number("SHMCOLL_TREE_MAX", 16 << 10));

@@ -69,6 +69,7 @@ struct Tunables {
   long spin_ns;            // SHMCOLL_SPIN_NS (this rank's); -1: unset, see spin_for
   long yield_ns;           // SHMCOLL_YIELD_NS (this rank's); -1: unset, see yield_for
   long timeout_ms;         // SHMCOLL_TIMEOUT (this rank's)
+  long kill_grace_ms;      // SHMCOLL_KILL_GRACE (the launcher's)
   TeamTunables team;       // replaced by rank 0's when the team is made
 
   // Reads the environment; a malformed value is an invalid_argument error naming the variable.

@@ -3,6 +3,9 @@
 // collective: rank 0 makes a segment name and hands it out with PMPI_Bcast, everyone joins, and
 // a PMPI_Allreduce agrees whether all succeeded, so every member takes the same path for the
 // communicator's whole life.
+#include <sys/statvfs.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -10,6 +13,7 @@
 #include <string>
 
 #include "api/environment.hpp"
+#include "coll/tunables.hpp"
 #include "mpi/hierarchy.hpp"
 
 namespace shmcoll::mpi {
@@ -129,18 +133,50 @@ void set_thread_level(int provided) {
   thread_level = provided;
 }
 
+namespace {
+
+constexpr std::size_t kTeamHeapBytes = 4096;  // MPI programs bring their own buffers
+
+// The MPI's own shared memory (Open MPI's vader, MPICH's) is backed as it is first written: a
+// team that filled /dev/shm would make the MPI die of SIGBUS later, in a program that runs
+// without the layer. So a team takes at most an eighth of what /dev/shm has free when it is
+// made: its slots shrink to fit (to one page), and where not even that fits, the communicator
+// goes to PMPI. 0, with `reason` set, for PMPI. (Rank 0 decides; the others read the sizes from
+// the segment.)
+std::size_t slot_bytes_within_budget(int size, std::string& reason) {
+  const std::size_t wanted = coll::Tunables::from_env().slot_bytes;
+  struct statvfs shm {};
+  if (statvfs("/dev/shm", &shm) != 0) return wanted;  // the team's creation will say why
+  const std::size_t free_bytes = shm.f_bavail * shm.f_frsize;
+  const std::size_t per_rank = free_bytes / 8 / static_cast<std::size_t>(size);
+  const std::size_t fixed = 2 * 4096 + kTeamHeapBytes;  // control page, profile, heap
+  const std::size_t slot = per_rank > fixed ? (per_rank - fixed) / 2 / 4096 * 4096 : 0;
+  if (slot >= 4096) return std::min(wanted, slot);
+  reason = "/dev/shm has " + std::to_string(free_bytes) + " bytes free; a team of " +
+           std::to_string(size) + " takes at most an eighth of it, leaving the rest to the MPI";
+  return 0;
+}
+
+}  // namespace
+
 Team join_node_team(MPI_Comm comm) {
   int rank = 0, size = 0;
   PMPI_Comm_rank(comm, &rank);
   PMPI_Comm_size(comm, &size);
   char name[256] = {};
+  Options options;
+  options.heap_bytes = kTeamHeapBytes;
   if (rank == 0) {
-    const std::string made = Team::unique_segment_name();
+    std::string reason;
+    options.slot_bytes = slot_bytes_within_budget(size, reason);
+    const std::string made = options.slot_bytes > 0 ? Team::unique_segment_name() : reason;
     std::snprintf(name, sizeof name, "%s", made.c_str());
   }
   PMPI_Bcast(name, sizeof name, MPI_CHAR, 0, comm);
-  Options options;
-  options.heap_bytes = 4096;  // MPI programs bring their own buffers
+  if (name[0] != '/') {
+    throw Error(Errc::out_of_memory,
+                rank == 0 ? name : "rank 0 found too little free /dev/shm for a team");
+  }
   return Team::join(name, rank, size, options);
 }
 

@@ -1,12 +1,47 @@
 #include "shm/heap.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <iterator>
 
+#include "shm/layout.hpp"
+#include "shm/segment.hpp"
 #include "util/fail.hpp"
 
 namespace shmcoll::shm {
+
+namespace {
+
+// Backs the pages of [memory, memory + length) now, so a /dev/shm too small for them is an error
+// here instead of a SIGBUS at the program's first store. Kernels before 5.14 lack
+// MADV_POPULATE_WRITE (EINVAL): there the pages are backed at first touch, as before.
+void back_pages(std::byte* memory, std::size_t length, std::size_t bytes) {
+  const auto first = reinterpret_cast<std::uintptr_t>(memory) / kPageBytes * kPageBytes;
+  const auto end = (reinterpret_cast<std::uintptr_t>(memory) + length + kPageBytes - 1) /
+                   kPageBytes * kPageBytes;
+  if (madvise(reinterpret_cast<void*>(first), end - first, MADV_POPULATE_WRITE) == 0 ||
+      errno == EINVAL) {
+    return;
+  }
+  const int error = errno;
+  // What the populate backed before it failed would stay taken from everyone else: free the
+  // pages wholly inside the block (its first and last page may hold other blocks' data).
+  const auto inner_first =
+      (reinterpret_cast<std::uintptr_t>(memory) + kPageBytes - 1) / kPageBytes * kPageBytes;
+  const auto inner_end =
+      (reinterpret_cast<std::uintptr_t>(memory) + length) / kPageBytes * kPageBytes;
+  if (inner_end > inner_first) {
+    madvise(reinterpret_cast<void*>(inner_first), inner_end - inner_first, MADV_REMOVE);
+  }
+  fail(Errc::out_of_memory, "allocate: ", bytes, " bytes: backing them failed (",
+       std::strerror(error), "); the allocation ", shared_memory_shortage(end - first));
+}
+
+}  // namespace
 
 Heap::Heap(std::byte* base, std::size_t bytes) : base_(base), bytes_(bytes) {
   if (bytes > 0) free_[0] = bytes;
@@ -25,6 +60,7 @@ void* Heap::allocate(std::size_t bytes, std::size_t alignment) {
     const std::size_t pad = (alignment - address % alignment) % alignment;
     largest = std::max(largest, size);
     if (size < pad || size - pad < length) continue;  // (pad + length may not be representable)
+    back_pages(base_ + offset + pad, length, bytes);
     free_.erase(it);
     if (pad > 0) free_[offset] = pad;
     if (size > pad + length) free_[offset + pad + length] = size - pad - length;

@@ -68,7 +68,13 @@ void Rounds::join_team(std::span<const std::byte> profile_data,
   mine.pid.store(static_cast<std::int32_t>(getpid()), std::memory_order_relaxed);
   mine.start_ticks.store(own_start_ticks(), std::memory_order_relaxed);
   std::memcpy(mine.data, profile_data.data(), profile_data.size());
-  segment_.prefault_own_pages(rank_);
+  try {
+    segment_.prefault_own_pages(rank_);
+  } catch (...) {
+    // The others wait for me to join: they must fail too (at once, naming me), not hang.
+    segment_.abort(rank_);
+    throw;
+  }
   RankControl& control = segment_.control(rank_);
   control.round.store(static_cast<std::uint32_t>(round_), std::memory_order_relaxed);
   // Where I run from the start: ranks forked together often start on one CPU, and a peer can

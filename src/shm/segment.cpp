@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -59,6 +60,19 @@ void close_quietly(int fd) {
 
 }  // namespace
 
+std::string shared_memory_shortage(std::size_t needed) {
+  std::string text = "needs " + std::to_string(needed) + " bytes of /dev/shm";
+  struct statvfs shm {};
+  if (statvfs("/dev/shm", &shm) == 0) {
+    const auto block = static_cast<unsigned long long>(shm.f_frsize);
+    text += ", which has " + std::to_string(shm.f_bavail * block) + " bytes free of " +
+            std::to_string(shm.f_blocks * block);
+  }
+  return text +
+         " (a bigger /dev/shm: Docker's --shm-size; or a smaller SHMCOLL_SLOT_BYTES or "
+         "SHMCOLL_HEAP_BYTES, or fewer ranks)";
+}
+
 std::string Segment::unique_name() {
   unsigned char random[16];
   if (getrandom(random, sizeof random, 0) != sizeof random) fail_errno("getrandom");
@@ -82,9 +96,12 @@ void Segment::initialize(int fd, const SegmentLayout& layout) {
   // The header and profiles are written by everyone: back them now, so a full /dev/shm is an
   // error here instead of a SIGBUS at the first store.
   if (const int error = posix_fallocate(fd, 0, static_cast<off_t>(layout.areas_offset))) {
+    if (error == ENOSPC) {
+      fail(Errc::out_of_memory, "creating a team of ", layout.team_size, ": its segment ",
+           shared_memory_shortage(layout.areas_offset), " to start");
+    }
     errno = error;
-    fail_errno("reserving the first ", layout.areas_offset,
-               " bytes of the shared segment (is /dev/shm full? Docker: --shm-size)");
+    fail_errno("reserving the first ", layout.areas_offset, " bytes of the shared segment");
   }
   void* page = mmap(nullptr, kPageBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (page == MAP_FAILED) fail_errno("mmap of the segment header");
@@ -245,10 +262,9 @@ void Segment::prefault_own_pages(std::uint32_t rank) const {
   const std::size_t bytes = kPageBytes + 2 * layout_.slot_bytes;
   if (madvise(&control(rank), bytes, MADV_POPULATE_WRITE) == 0) return;
   if (errno != EINVAL) {
-    fail_errno(
-        "rank ", rank, ": backing its ", bytes, " bytes of the shared segment (a team of ",
-        layout_.team_size, " needs ", layout_.team_size * bytes,
-        " bytes of /dev/shm: is it full? Docker: --shm-size; or a smaller SHMCOLL_SLOT_BYTES)");
+    fail(Errc::out_of_memory, "rank ", rank, ": backing its ", bytes,
+         " bytes of the shared segment failed (", std::strerror(errno), "): a team of ",
+         layout_.team_size, " ", shared_memory_shortage(layout_.team_size * bytes));
   }
   // Kernels before 5.14 lack MADV_POPULATE_WRITE: store to the pages instead. The control page
   // is written through atomics only; touching it by reading a word would map a shared zero

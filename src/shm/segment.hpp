@@ -16,6 +16,9 @@ struct SegmentSizes {
   std::size_t heap_bytes;
 };
 
+// For errors when /dev/shm cannot back `needed` bytes: how much it has free and what to do.
+std::string shared_memory_shortage(std::size_t needed);
+
 class Segment {
  public:
   // A new anonymous-to-the-world segment: created under an unguessable name with O_EXCL and mode

@@ -3,13 +3,16 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <optional>
 
 #include "util/fail.hpp"
 
@@ -23,6 +26,12 @@ std::string MemberExit::describe() const {
            ")";
   }
   return text + "exited with status " + std::to_string(value);
+}
+
+void end_with_parent(pid_t parent) {
+  // The check after prctl closes the race with a parent that died before it: the member was
+  // then adopted by another process, and no signal will come.
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(128 + SIGKILL);
 }
 
 Supervisor::~Supervisor() {
@@ -67,11 +76,14 @@ void Supervisor::signal_all(int signal) const {
   }
 }
 
-std::vector<MemberExit> Supervisor::reap_all(int interrupt_fd) {
+std::vector<MemberExit> Supervisor::reap_all(int interrupt_fd, long grace_ms,
+                                             bool end_job_on_failure) {
   using Clock = std::chrono::steady_clock;
+  const auto grace = std::chrono::milliseconds(std::max(0L, grace_ms));
   std::vector<MemberExit> exits;
-  bool interrupted = false;
-  Clock::time_point kill_at{};
+  // Ending the job: SIGTERM (and SIGCONT) to every member left at terminate_at, SIGKILL from
+  // kill_at on.
+  std::optional<Clock::time_point> terminate_at, kill_at;
   while (exits.size() < members_.size()) {
     std::vector<pollfd> fds;
     std::vector<Member*> owners;
@@ -80,20 +92,31 @@ std::vector<MemberExit> Supervisor::reap_all(int interrupt_fd) {
       fds.push_back({member.pidfd, POLLIN, 0});
       owners.push_back(&member);
     }
-    if (interrupt_fd >= 0 && !interrupted) fds.push_back({interrupt_fd, POLLIN, 0});
-    const int timeout_ms = interrupted ? 100 : -1;
+    if (interrupt_fd >= 0 && !terminate_at) fds.push_back({interrupt_fd, POLLIN, 0});
+    int timeout_ms = -1;
+    if (const auto next = kill_at ? kill_at : terminate_at) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(*next - Clock::now());
+      timeout_ms = static_cast<int>(std::clamp<long long>(left.count(), 0, 100));
+    }
     if (poll(fds.data(), fds.size(), timeout_ms) < 0) {
       if (errno == EINTR) continue;
       fail_errno("poll on member processes");
     }
-    if (interrupted && Clock::now() >= kill_at) signal_all(SIGKILL);
+    const auto now = Clock::now();
+    if (terminate_at && !kill_at && now >= *terminate_at) {
+      signal_all(SIGTERM);
+      signal_all(SIGCONT);
+      kill_at = now + grace;
+    }
+    if (kill_at && now >= *kill_at) signal_all(SIGKILL);
     for (std::size_t i = 0; i < fds.size(); ++i) {
       if (!(fds[i].revents & (POLLIN | POLLHUP))) continue;
-      if (i >= owners.size()) {  // the interrupt descriptor
-        interrupted = true;
-        kill_at = Clock::now() + std::chrono::seconds(1);
+      if (i >= owners.size()) {                       // the interrupt descriptor
         segment_.abort(segment_.layout().team_size);  // no rank failed: the launcher stops all
         signal_all(SIGTERM);
+        signal_all(SIGCONT);
+        terminate_at = now;
+        kill_at = now + grace;
         continue;
       }
       Member& member = *owners[i];
@@ -103,7 +126,10 @@ std::vector<MemberExit> Supervisor::reap_all(int interrupt_fd) {
         fail_errno("waitid for rank ", member.rank);
       }
       MemberExit exit{member.rank, member.pid, info.si_code != CLD_EXITED, info.si_status};
-      if (exit.failed()) segment_.abort(static_cast<std::uint32_t>(member.rank));
+      if (exit.failed()) {
+        segment_.abort(static_cast<std::uint32_t>(member.rank));
+        if (end_job_on_failure && !terminate_at) terminate_at = now + grace;
+      }
       exits.push_back(exit);
       ::close(member.pidfd);
       member.pidfd = -1;

@@ -24,6 +24,11 @@ struct MemberExit {
   std::string describe() const;
 };
 
+// In a freshly forked member: it is killed when the process that forked it (`parent`) ends,
+// however that ends (PR_SET_PDEATHSIG, which survives exec); if `parent` has ended already,
+// it exits at once.
+void end_with_parent(pid_t parent);
+
 class Supervisor {
  public:
   explicit Supervisor(const Segment& segment) : segment_(segment) {}
@@ -37,8 +42,12 @@ class Supervisor {
   // would hold k-1 of them: p^2/2 in all).
   void forget_members();
   // Reaps every watched member, in the order they exit. When `interrupt_fd` turns readable (a
-  // signalfd for SIGINT/SIGTERM), members get SIGTERM, then SIGKILL after a grace second.
-  std::vector<MemberExit> reap_all(int interrupt_fd = -1);
+  // signalfd for SIGINT/SIGTERM), members get SIGTERM at once, then SIGKILL `grace_ms` later.
+  // With `end_job_on_failure` (the launcher, as mpirun), a member that fails ends the job: the
+  // others get SIGTERM `grace_ms` later and SIGKILL `grace_ms` after that. SIGTERM comes with
+  // SIGCONT, so a stopped member (SIGSTOP, a debugger) receives it too.
+  std::vector<MemberExit> reap_all(int interrupt_fd = -1, long grace_ms = 1000,
+                                   bool end_job_on_failure = false);
   // The exit that ended the team: the rank named by the abort word if it failed, else the first
   // failure; nullptr when all succeeded.
   static const MemberExit* first_failure(const std::vector<MemberExit>& exits, int aborted_by);
