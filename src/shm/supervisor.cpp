@@ -23,7 +23,7 @@ std::string MemberExit::describe() const {
   if (signaled) {
     const char* name = sigabbrev_np(value);
     return text + "was killed by signal " + std::to_string(value) + " (SIG" + (name ? name : "?") +
-           ")";
+           ")" + (signaled_by_supervisor ? ", sent by the launcher to end the job" : "");
   }
   return text + "exited with status " + std::to_string(value);
 }
@@ -125,7 +125,8 @@ std::vector<MemberExit> Supervisor::reap_all(int interrupt_fd, long grace_ms,
           0) {
         fail_errno("waitid for rank ", member.rank);
       }
-      MemberExit exit{member.rank, member.pid, info.si_code != CLD_EXITED, info.si_status};
+      MemberExit exit{member.rank, member.pid, info.si_code != CLD_EXITED, info.si_status,
+                      kill_at.has_value()};
       if (exit.failed()) {
         segment_.abort(static_cast<std::uint32_t>(member.rank));
         if (end_job_on_failure && !terminate_at) terminate_at = now + grace;

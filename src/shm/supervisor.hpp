@@ -16,7 +16,8 @@ struct MemberExit {
   int rank = -1;
   pid_t pid = 0;
   bool signaled = false;
-  int value = 0;  // exit status, or the signal number when signaled
+  int value = 0;                        // exit status, or the signal number when signaled
+  bool signaled_by_supervisor = false;  // it ended after the supervisor signalled every member
 
   bool failed() const { return signaled || value != 0; }
   // The status a shell would report: the exit status, or 128 + signal.
