@@ -50,11 +50,16 @@ Figures figures_of(const Row& row, const std::string& collective, int ranks) {
   return {s, algbw, algbw * bus_factor(collective, ranks)};
 }
 
+const char* sample_description(const RunInfo& info) {
+  return info.single_call ? "each one call after a barrier, the slowest rank's"
+                          : "each a batch per call, the slowest rank's";
+}
+
 void print_table(const Sweep& sweep, const RunInfo& info) {
   const bool reduction = reduces(sweep.collective);
-  std::printf("\n# %s %s, %d ranks, %s%s%s, median of %d samples (each the slowest rank)\n",
-              sweep.contender.c_str(), sweep.collective.c_str(), info.ranks, info.dtype.c_str(),
-              reduction ? " " : "", reduction ? info.op.c_str() : "", info.iters);
+  std::printf("\n# %s %s, %d ranks, %s%s%s, median of %d samples (%s)\n", sweep.contender.c_str(),
+              sweep.collective.c_str(), info.ranks, info.dtype.c_str(), reduction ? " " : "",
+              reduction ? info.op.c_str() : "", info.iters, sample_description(info));
   std::printf("%10s %12s %10s %10s %10s %10s %12s %14s\n", "bytes", "median_us", "min_us", "max_us",
               "algbw_GB/s", "busbw_GB/s", "memcpy_us", "x_line_floor");
   for (const Row& row : sweep.rows) {
@@ -70,12 +75,13 @@ void print_comparison(const std::vector<Sweep>& contenders, const RunInfo& info)
   const std::string& collective = contenders.front().collective;
   const bool reduction = reduces(collective);
   std::printf(
-      "\n# %s, %d ranks, %s%s%s: median us of %d samples (each the slowest rank) per contender;\n"
+      "\n# %s, %d ranks, %s%s%s: median us of %d samples (%s) per contender;\n"
       "# x_C = the faster plain MPI's median / C's (above 1: C is faster); x_floor = shmcoll / "
       "the\n"
       "# two-rank cache-line exchange (%.3f us, measured just before this collective)\n",
       collective.c_str(), info.ranks, info.dtype.c_str(), reduction ? " " : "",
-      reduction ? info.op.c_str() : "", info.iters, contenders.front().line_exchange_seconds * 1e6);
+      reduction ? info.op.c_str() : "", info.iters, sample_description(info),
+      contenders.front().line_exchange_seconds * 1e6);
   std::printf("%10s", "bytes");
   for (const Sweep& sweep : contenders) std::printf(" %14s", sweep.contender.c_str());
   for (const Sweep& sweep : contenders) {
@@ -106,6 +112,7 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
                          {"dtype", info.dtype},
                          {"op", info.op},
                          {"samples", info.iters},
+                         {"method", info.single_call ? "single" : "batch"},
                          {"references",
                           {{"line_round_trip_us", info.refs.line_round_trip_seconds * 1e6},
                            {"line_exchange_us", info.refs.line_exchange_seconds * 1e6}}},

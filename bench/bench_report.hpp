@@ -31,7 +31,10 @@ struct RunInfo {
   std::string dtype, op;
   int iters;
   References refs;
+  bool single_call = false;  // samples are single calls between barriers, not batches
 };
+// How one sample was taken, for table headers.
+const char* sample_description(const RunInfo& info);
 
 struct Stats {
   double median, min, max;

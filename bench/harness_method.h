@@ -10,7 +10,12 @@
  * different values, so a call does not find the previous call's data in the caches. Slots start
  * on page boundaries and together span at least VARY_POOL_BYTES, at most VARY_MAX_SLOTS of them,
  * at least 2. 32 MiB is well past a core's L2 (1 MiB here), and a per-size cost of first touches
- * we can afford. (This VM reports a 508 MB L3, which no pool of sensible size outgrows.) */
+ * we can afford. (This VM reports a 508 MB L3, which no pool of sensible size outgrows.)
+ *
+ * The single-call method (--method single), as OSU and IMB users measure: WARMUP_CALLS untimed
+ * calls, then per sample a barrier, one timed call, and the slowest rank's time. Buffers come
+ * from calloc and the harness never writes them: send pages stay the kernel's zero page, receive
+ * pages are first touched by the collective itself, as in a program that allocates and calls. */
 #ifndef SHMCOLL_BENCH_HARNESS_METHOD_H
 #define SHMCOLL_BENCH_HARNESS_METHOD_H
 

@@ -3,10 +3,12 @@
  * batches of back-to-back calls (about 200 us each) between barriers; a sample is the slowest
  * rank's time per call (MPI_MAX). Rank 0 prints the median, min and max, then a line
  * "# samples BYTES t1 ... tN" (us, in order) that shmcoll-bench --vs reads.
- * Usage: mpi_coll_bench COLL SIZES [SAMPLES] [--vary-data], f32 and sum. COLL is any collective
- * shmcoll-bench knows; SIZES follow its convention (OSU's): the vector for reductions, including
- * reduce_scatter, and the block per rank pair for scatter, gather, allgather and alltoall and
- * their v/w forms. --vary-data and the batch sizing: bench/harness_method.h. */
+ * With --single, a sample is one call after a barrier instead, on buffers fresh from calloc
+ * (harness_method.h), as OSU and IMB measure.
+ * Usage: mpi_coll_bench COLL SIZES [SAMPLES] [--vary-data] [--single], f32 and sum. COLL is any
+ * collective shmcoll-bench knows; SIZES follow its convention (OSU's): the vector for reductions,
+ * including reduce_scatter, and the block per rank pair for scatter, gather, allgather and alltoall
+ * and their v/w forms. --vary-data and the batch sizing: bench/harness_method.h. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,10 +86,20 @@ int main(int argc, char** argv) {
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  const int vary = argc > 4 && !strcmp(argv[4], "--vary-data");
+  int vary = 0, single = 0, unknown = 0;
+  for (int a = 4; a < argc; ++a) {
+    if (!strcmp(argv[a], "--vary-data"))
+      vary = 1;
+    else if (!strcmp(argv[a], "--single"))
+      single = 1;
+    else
+      unknown = 1;
+  }
   const int samples = argc > 3 ? atoi(argv[3]) : 30;
-  if (argc < 3 || samples < 1 || (argc > 4 && !vary)) {
-    if (rank == 0) fprintf(stderr, "usage: mpi_coll_bench COLL SIZES [SAMPLES] [--vary-data]\n");
+  if (argc < 3 || samples < 1 || unknown) {
+    if (rank == 0) {
+      fprintf(stderr, "usage: mpi_coll_bench COLL SIZES [SAMPLES] [--vary-data] [--single]\n");
+    }
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   const char* coll = argv[1];
@@ -102,13 +114,15 @@ int main(int argc, char** argv) {
   for (char* token = strtok(sizes, ","); token; token = strtok(NULL, ",")) {
     const size_t bytes = strcmp(coll, "barrier") ? parse_size(token) : 0;
     const int count = (int)(bytes / sizeof(float));
-    /* Room for a block per rank, in each of `slots` page-aligned slots; every byte touched
-     * before timing, each slot with different values. */
+    /* Room for a block per rank, in each of `slots` page-aligned slots; the batch method touches
+     * every byte before timing, each slot with different values, the single-call method none. */
     const size_t buffer_bytes = bytes * size, stride = vary_slot_stride(buffer_bytes);
     const size_t slots = vary ? vary_slot_count(stride) : 1;
-    char* send = aligned_alloc(VARY_PAGE_BYTES, stride * slots);
-    char* recv = aligned_alloc(VARY_PAGE_BYTES, stride * slots);
-    for (size_t slot = 0; slot < slots; ++slot) {
+    char* send =
+        single ? calloc(stride * slots + 1, 1) : aligned_alloc(VARY_PAGE_BYTES, stride * slots);
+    char* recv =
+        single ? calloc(stride * slots + 1, 1) : aligned_alloc(VARY_PAGE_BYTES, stride * slots);
+    for (size_t slot = 0; slot < slots && !single; ++slot) {
       float* s = (float*)(send + slot * stride);
       for (long i = 0; i < (long)count * size; ++i) s[i] = (float)((i + slot) % 7);
       memset(recv + slot * stride, 0, buffer_bytes);
@@ -121,21 +135,32 @@ int main(int argc, char** argv) {
     next = next + 1 == slots ? 0 : next + 1;                                                 \
   } while (0)
     for (int i = 0; i < WARMUP_CALLS; ++i) CALL();
-    double start = MPI_Wtime();
-    for (int i = 0; i < SIZING_CALLS; ++i) CALL();
-    double per_call = (MPI_Wtime() - start) / SIZING_CALLS;
-    long batch = (long)(BATCH_SECONDS / (per_call > 1e-9 ? per_call : 1e-9));
-    if (batch < 1) batch = 1;
-    if (batch > MAX_BATCH_CALLS) batch = MAX_BATCH_CALLS;
-    MPI_Bcast(&batch, 1, MPI_LONG, 0, MPI_COMM_WORLD);
-    for (long i = 0; i < batch; ++i) CALL();
-    for (int s = 0; s < samples; ++s) {
-      MPI_Barrier(MPI_COMM_WORLD);
-      start = MPI_Wtime();
+    if (single) {
+      for (int s = 0; s < samples; ++s) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        const double start = MPI_Wtime();
+        CALL();
+        double mine = MPI_Wtime() - start, slowest;
+        MPI_Reduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        times[s] = slowest;
+      }
+    } else {
+      double start = MPI_Wtime();
+      for (int i = 0; i < SIZING_CALLS; ++i) CALL();
+      double per_call = (MPI_Wtime() - start) / SIZING_CALLS;
+      long batch = (long)(BATCH_SECONDS / (per_call > 1e-9 ? per_call : 1e-9));
+      if (batch < 1) batch = 1;
+      if (batch > MAX_BATCH_CALLS) batch = MAX_BATCH_CALLS;
+      MPI_Bcast(&batch, 1, MPI_LONG, 0, MPI_COMM_WORLD);
       for (long i = 0; i < batch; ++i) CALL();
-      double mine = (MPI_Wtime() - start) / batch, slowest;
-      MPI_Reduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-      times[s] = slowest;
+      for (int s = 0; s < samples; ++s) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        start = MPI_Wtime();
+        for (long i = 0; i < batch; ++i) CALL();
+        double mine = (MPI_Wtime() - start) / batch, slowest;
+        MPI_Reduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        times[s] = slowest;
+      }
     }
 #undef CALL
     if (rank == 0) {

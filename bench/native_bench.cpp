@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
 #include <stdexcept>
 
 #include "harness_method.h"
@@ -194,6 +196,48 @@ struct Slots {
   }
 };
 
+// Each rank's time for one sample; rank 0 keeps the slowest rank's.
+void record_slowest(shmcoll::Team& team, double seconds, SharedResults& shared, Row& row) {
+  shared.seconds_per_call[team.rank()] = seconds;
+  team.barrier();
+  if (team.rank() == 0) {
+    row.samples.push_back(
+        *std::max_element(shared.seconds_per_call, shared.seconds_per_call + team.size()));
+  }
+}
+
+// The batch method (harness_method.h): a batch sized from timed calls, rank 0's length agreed,
+// one batch untimed, then a batch per sample between barriers.
+template <typename Call>
+void sample_batches(shmcoll::Team& team, int samples, SharedResults& shared, Row& row,
+                    Call& call_next) {
+  double start = now_seconds();
+  for (int i = 0; i < SIZING_CALLS; ++i) call_next();
+  const double per_call = std::max(1e-9, (now_seconds() - start) / SIZING_CALLS);
+  std::int64_t batch = std::clamp<std::int64_t>(static_cast<std::int64_t>(BATCH_SECONDS / per_call),
+                                                1, MAX_BATCH_CALLS);
+  team.bcast(&batch, 1, Dtype::i64, 0);
+  for (std::int64_t i = 0; i < batch; ++i) call_next();
+  for (int sample = 0; sample < samples; ++sample) {
+    team.barrier();
+    start = now_seconds();
+    for (std::int64_t i = 0; i < batch; ++i) call_next();
+    record_slowest(team, (now_seconds() - start) / static_cast<double>(batch), shared, row);
+  }
+}
+
+// The single-call method (OSU, IMB): a barrier, then one timed call per sample.
+template <typename Call>
+void sample_single_calls(shmcoll::Team& team, int samples, SharedResults& shared, Row& row,
+                         Call& call_next) {
+  for (int sample = 0; sample < samples; ++sample) {
+    team.barrier();
+    const double start = now_seconds();
+    call_next();
+    record_slowest(team, now_seconds() - start, shared, row);
+  }
+}
+
 void bench_rank(shmcoll::Team& team, const NativeConfig& config, const std::string& coll,
                 std::size_t bytes, SharedResults& shared, Row& row) {
   const std::size_t element = shmcoll::dtype_size(config.dtype);
@@ -203,17 +247,22 @@ void bench_rank(shmcoll::Team& team, const NativeConfig& config, const std::stri
   const std::size_t buffer_bytes = static_cast<std::size_t>(count) * element * team.size();
   Slots slots(buffer_bytes, config.vary_data);
   const std::size_t pool_bytes = slots.stride * slots.count;
-  std::vector<std::byte> private_send(config.heap ? 0 : pool_bytes), recv_pool(pool_bytes);
-  const std::span<std::byte> send_pool =
-      config.heap ? team.allocate<std::byte>(pool_bytes) : std::span<std::byte>(private_send);
+  // calloc: the single-call method leaves the pages untouched (harness_method.h).
+  const std::unique_ptr<std::byte, decltype(&std::free)> private_send(
+      static_cast<std::byte*>(std::calloc(config.heap ? 1 : pool_bytes, 1)), &std::free),
+      recv_memory(static_cast<std::byte*>(std::calloc(pool_bytes + 1, 1)), &std::free);
+  if (!private_send || !recv_memory) throw std::bad_alloc();
+  const std::span<std::byte> recv_pool(recv_memory.get(), pool_bytes);
+  const std::span<std::byte> send_pool = config.heap ? team.allocate<std::byte>(pool_bytes)
+                                                     : std::span(private_send.get(), pool_bytes);
   auto send_of = [&](std::size_t slot) {
     return send_pool.subspan(slot * slots.stride, buffer_bytes);
   };
   auto recv_of = [&](std::size_t slot) {
     return std::span<std::byte>(recv_pool).subspan(slot * slots.stride, buffer_bytes);
   };
-  // Every byte touched before timing; each slot with its own values.
-  for (std::size_t slot = 0; slot < slots.count; ++slot) {
+  // The batch method touches every byte before timing, each slot with its own values.
+  for (std::size_t slot = 0; slot < slots.count && !config.single_call; ++slot) {
     visit_arithmetic(config.dtype,
                      [&](auto type) { fill<decltype(type)>(send_of(slot), team.rank(), slot); });
     std::copy_n(send_of(slot).begin(), buffer_bytes, recv_of(slot).begin());
@@ -223,27 +272,11 @@ void bench_rank(shmcoll::Team& team, const NativeConfig& config, const std::stri
     call_collective(team, coll, config, send_of(slot), recv_of(slot), count, v);
   };
 
-  // Warm up and size the batch (harness_method.h); rank 0's batch is agreed, and one batch runs
-  // untimed.
   for (int i = 0; i < WARMUP_CALLS; ++i) call_next();
-  double start = now_seconds();
-  for (int i = 0; i < SIZING_CALLS; ++i) call_next();
-  const double per_call = std::max(1e-9, (now_seconds() - start) / SIZING_CALLS);
-  std::int64_t batch = std::clamp<std::int64_t>(static_cast<std::int64_t>(BATCH_SECONDS / per_call),
-                                                1, MAX_BATCH_CALLS);
-  team.bcast(&batch, 1, Dtype::i64, 0);
-  for (std::int64_t i = 0; i < batch; ++i) call_next();
-
-  for (int sample = 0; sample < config.iters; ++sample) {
-    team.barrier();
-    start = now_seconds();
-    for (std::int64_t i = 0; i < batch; ++i) call_next();
-    shared.seconds_per_call[team.rank()] = (now_seconds() - start) / static_cast<double>(batch);
-    team.barrier();
-    if (team.rank() == 0) {
-      row.samples.push_back(
-          *std::max_element(shared.seconds_per_call, shared.seconds_per_call + team.size()));
-    }
+  if (config.single_call) {
+    sample_single_calls(team, config.iters, shared, row, call_next);
+  } else {
+    sample_batches(team, config.iters, shared, row, call_next);
   }
   if (config.check && coll != "barrier") {
     // The last slot, so that --vary-data's slot addressing and values are checked too.

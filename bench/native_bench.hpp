@@ -19,6 +19,7 @@ struct NativeConfig {
   bool check = false;
   bool heap = false;             // send buffers from Team::allocate
   bool vary_data = false;        // rotate through buffer slots (harness_method.h)
+  bool single_call = false;      // OSU/IMB: a barrier, one call per sample (harness_method.h)
   bool inject_error = false;     // corrupt one checked element, to prove --check catches it
   std::string bind_to = "auto";  // core, none, or auto: core when the ranks fit the cores
 };

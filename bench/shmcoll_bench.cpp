@@ -1,11 +1,14 @@
 // shmcoll-bench: OSU-style latency tables for shmcoll's collectives on N forked ranks, alone or
 // side by side with Open MPI and MPICH (--vs), with reference lines, JSON/CSV and plots.
 //
-// Method, the same for every contender (mpi_coll_bench.c is the MPI side): per size 5 warm-up
+// Methods, the same for every contender (mpi_coll_bench.c is the MPI side). --method batch (the
+// default): per size 5 warm-up
 // calls, then 10 timed calls size a batch of back-to-back calls lasting about 200 us
 // (harness_method.h); rank 0's batch length is agreed, one batch runs untimed, then --iters
 // samples. A sample is one batch between barriers: each rank times its batch, and the sample is
-// the slowest rank's time per call. We report the
+// the slowest rank's time per call. --method single, as OSU and IMB users measure: after the
+// warm-up, each sample is one call after a barrier, the slowest rank's time, on buffers fresh
+// from calloc that the harness never writes. We report the
 // median and min/max of the samples, with two reference lines measured in the same run: the
 // cache-line exchange between two ranks (the small-message floor) and memcpy of the same bytes.
 // With --vs the contenders take turns at every size, so drift on this shared machine hits all
@@ -137,6 +140,12 @@ int main(int argc, char** argv) {
   app.add_option("--dtype", dtype, "i8..i64, u8..u64, f32, f64");
   app.add_option("--op", op, "sum, prod, min, max");
   app.add_option("--iters", config.iters, "samples per size")->check(CLI::Range(1, 100000));
+  std::string method = "batch";
+  app.add_option("--method", method,
+                 "batch: a sample is a batch of back-to-back calls between barriers (per call); "
+                 "single: a sample is one call after a barrier, on buffers fresh from calloc, as "
+                 "OSU and IMB measure (use more --iters)")
+      ->check(CLI::IsMember({"batch", "single"}));
   app.add_flag("--check", config.check, "verify every shmcoll result; exit 1 on a mismatch");
   app.add_flag("--heap", config.heap,
                "send buffers from Team::allocate, so receivers may copy straight out of them");
@@ -162,6 +171,7 @@ int main(int argc, char** argv) {
     const std::vector<std::string> collectives = collectives_of(colls);
     const std::vector<std::size_t> message_sizes = sizes_of(sizes);
     parse_dtype_and_op(dtype, op, config);
+    config.single_call = method == "single";
     if (config.heap && config.vary_data) {
       throw std::invalid_argument("--vary-data and --heap cannot be combined");
     }
@@ -177,8 +187,12 @@ int main(int argc, char** argv) {
     const bench::References refs = bench::measure_references(message_sizes);
     std::printf("# references: cache-line round trip %.3f us, two-rank line exchange %.3f us\n",
                 refs.line_round_trip_seconds * 1e6, refs.line_exchange_seconds * 1e6);
-    const bench::RunInfo info{config.ranks, shmcoll::dtype_name(config.dtype),
-                              shmcoll::op_name(config.op), config.iters, refs};
+    const bench::RunInfo info{config.ranks,
+                              shmcoll::dtype_name(config.dtype),
+                              shmcoll::op_name(config.op),
+                              config.iters,
+                              refs,
+                              config.single_call};
     std::vector<bench::Sweep> sweeps;
     int mismatches = 0;
     for (const std::string& coll : collectives) {
@@ -193,8 +207,8 @@ int main(int argc, char** argv) {
         group[0].rows.push_back(bench::run_native(config, coll, bytes, mismatches));
         for (std::size_t m = 0; m < mpis.size(); ++m) {
           show_progress(coll, bytes, mpis[m].name, s, coll_sizes.size());
-          group[m + 1].rows.push_back(
-              bench::run_mpi(mpis[m], coll, bytes, config.iters, config.vary_data));
+          group[m + 1].rows.push_back(bench::run_mpi(mpis[m], coll, bytes, config.iters,
+                                                     config.vary_data, config.single_call));
         }
       }
       clear_progress();

@@ -5,6 +5,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +15,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "test_support.hpp"
 
@@ -55,6 +58,44 @@ TEST(BenchHarness, CheckCatchesAnInjectedWrongResult) {
       EXPECT_NE(run.output.find("wrong elements"), std::string::npos) << run.output;
     }
   }
+}
+
+// The lines of a table that do not depend on timing: headers without the method's wording or
+// the measured references, and each row's size.
+std::vector<std::string> table_shape(const std::string& output) {
+  std::vector<std::string> shape;
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    std::string first;
+    words >> first;
+    if (first == "bytes" || first == "#") {
+      if (line.find(" samples (") == std::string::npos &&
+          line.find("references:") == std::string::npos) {
+        shape.push_back(line);
+      }
+    } else if (!first.empty() && std::isdigit(static_cast<unsigned char>(first[0]))) {
+      shape.push_back("row " + first);
+    }
+  }
+  return shape;
+}
+
+// OSU's and IMB's method (--method single): the same table, rows and check as the batch method.
+TEST(BenchHarness, SingleCallMethodPrintsTheSameTableAndChecks) {
+  const std::string args = "-n 3 --coll allreduce,gatherv,bcast --sizes 48,8K --iters 5 --check";
+  const BenchRun batch = bench(args + " --method batch");
+  const BenchRun single = bench(args + " --method single");
+  ASSERT_EQ(batch.status, 0) << batch.output;
+  ASSERT_EQ(single.status, 0) << single.output;
+  EXPECT_NE(single.output.find("all results correct"), std::string::npos) << single.output;
+  EXPECT_NE(single.output.find("each one call after a barrier"), std::string::npos)
+      << single.output;
+  EXPECT_EQ(table_shape(single.output), table_shape(batch.output)) << single.output;
+  const BenchRun wrong =
+      bench("-n 2 --coll alltoallw --sizes 64 --iters 3 --check --inject-error --method single");
+  EXPECT_EQ(wrong.status, 1) << wrong.output;
+  EXPECT_NE(wrong.output.find("MISMATCHES"), std::string::npos) << wrong.output;
 }
 
 // A PNG file: its signature, and more than an empty canvas.
@@ -108,6 +149,17 @@ TEST(BenchHarness, SideBySideWithEachMpi) {
   expect_png(png);
   std::filesystem::remove(json_path);
   std::filesystem::remove(png);
+}
+#endif
+
+#ifdef SHMCOLL_BENCH_MPIS
+TEST(BenchHarness, SingleCallMethodSideBySideWithEachMpi) {
+  const BenchRun run = bench("-n 2 --coll reduce --sizes 8,64K --iters 5 --method single --vs " +
+                             std::string(SHMCOLL_BENCH_MPIS));
+  ASSERT_EQ(run.status, 0) << run.output;
+  EXPECT_NE(run.output.find("each one call after a barrier"), std::string::npos) << run.output;
+  const auto shape = table_shape(run.output);
+  EXPECT_EQ(std::count(shape.begin(), shape.end(), "row 65536"), 1) << run.output;
 }
 #endif
 
