@@ -97,4 +97,39 @@ TEST(Rounds, CollectivesAreRightAcrossTheRoundWordWrap) {
   EXPECT_EQ(failures->wrong.load(), 0);
 }
 
+// A wait whose peer posts within the spin window never sleeps on a futex (the window here is 2 s,
+// so no scheduling delay reaches it); with no spin and no yield, the same wait sleeps, and the
+// counts say so.
+TEST(WaitCounts, APeerThatPostsWithinTheSpinWindowNeverPutsTheWaiterToSleep) {
+  struct Counts {
+    shmcoll::WaitCounts of_rank0[2];
+  };
+  auto* counts = shmcoll::testing::shared_block<Counts>();
+  const char* spins[2] = {"2000000000", "0"};
+  for (int setting = 0; setting < 2; ++setting) {
+    shmcoll::testing::ScopedEnv spin("SHMCOLL_SPIN_NS", spins[setting]);
+    shmcoll::testing::ScopedEnv yield("SHMCOLL_YIELD_NS", "0");
+    shmcoll::run(2, {}, [&](Team& team) {
+      const shmcoll::WaitCounts before = team.wait_counts();
+      for (int call = 0; call < 20; ++call) {
+        if (team.rank() == 1) {
+          // Late, but well within the window: rank 0 waits about 2 ms each time.
+          const double until = shmcoll::testing::monotonic_seconds() + 0.002;
+          while (shmcoll::testing::monotonic_seconds() < until) {
+          }
+        }
+        team.barrier();
+      }
+      if (team.rank() == 0) {
+        const shmcoll::WaitCounts after = team.wait_counts();
+        counts->of_rank0[setting] = {after.yields - before.yields,
+                                     after.futex_sleeps - before.futex_sleeps};
+      }
+    });
+  }
+  EXPECT_EQ(counts->of_rank0[0].futex_sleeps, 0u) << "slept although the peer came within the spin";
+  EXPECT_EQ(counts->of_rank0[0].yields, 0u);
+  EXPECT_GE(counts->of_rank0[1].futex_sleeps, 20u) << "without spinning, every wait sleeps";
+}
+
 }  // namespace

@@ -95,6 +95,15 @@ struct TeamState;
 struct TeamAccess;
 }  // namespace detail
 
+// How this rank's waits for its peers have gone since the team began: a wait spins first
+// (SHMCOLL_SPIN_NS), then yields its CPU (SHMCOLL_YIELD_NS), then sleeps on a futex; a sleep
+// costs a system call on both sides and a trip through the scheduler's wake-up path. For
+// benchmarks, and for telling why a call was slow.
+struct WaitCounts {
+  std::uint64_t yields = 0;        // sched_yield calls while waiting
+  std::uint64_t futex_sleeps = 0;  // futex waits entered (each up to one sleep slice)
+};
+
 class SHMCOLL_API Team {
  public:
   // Inside a program started by shmcoll-run: rank, size and segment come from the environment.
@@ -115,6 +124,8 @@ class SHMCOLL_API Team {
   // Whether the team has ended (a member died, called a mismatched collective, timed out or
   // failed in the middle of a call): every collective on it would fail. A moved-from Team too.
   bool ended() const noexcept;
+  // All zero for a Team that was moved from.
+  WaitCounts wait_counts() const noexcept;
 
   void barrier();
   void bcast(void* buffer, std::int64_t count, Dtype dtype, int root);

@@ -19,6 +19,9 @@ int Team::size() const noexcept {
 bool Team::ended() const noexcept {
   return !state_ || state_->rounds.segment().aborted_by() >= 0;
 }
+WaitCounts Team::wait_counts() const noexcept {
+  return state_ ? state_->rounds.wait_counts() : WaitCounts{};
+}
 
 void Team::check_spans(std::size_t send_size, std::size_t recv_size) {
   if (send_size != recv_size) {

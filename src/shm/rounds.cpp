@@ -303,6 +303,7 @@ void Rounds::wait_slow(Awaited awaited, std::int64_t round, Reached reached,
       if (reached()) return;
       if (header.abort_word.load(std::memory_order_relaxed) != 0) fail_aborted(awaited());
       sched_yield();
+      ++counts_.yields;
       if (yields % 8 == 0 && now_ns() - yield_start >= policy_.yield_ns) break;
     }
   }
@@ -312,6 +313,7 @@ void Rounds::wait_slow(Awaited awaited, std::int64_t round, Reached reached,
     if (policy_.handshake == WaitPolicy::Handshake::sleeper_membarrier) global_membarrier();
     const std::uint32_t before = futex_word.load(std::memory_order_seq_cst);
     if (!reached() && header.abort_word.load() == 0) {
+      ++counts_.futex_sleeps;
       futex_wait(futex_word, before, policy_.sleep_slice_ns);
     }
     sleepers.fetch_sub(1, std::memory_order_seq_cst);

@@ -18,6 +18,7 @@
 
 #include "shm/peer_watch.hpp"
 #include "shm/segment.hpp"
+#include "shmcoll/shmcoll.hpp"
 
 namespace shmcoll::shm {
 
@@ -167,6 +168,9 @@ class Rounds {
   // Ends the team for everybody, naming `failed_rank` as the cause.
   void abort_team(std::uint32_t failed_rank) const { segment_.abort(failed_rank); }
 
+  // How my waits have gone so far (Team::wait_counts).
+  WaitCounts wait_counts() const { return counts_; }
+
   // Changes how waits spin and sleep (once the team knows whether its ranks share CPUs).
   void set_wait_policy(const WaitPolicy& policy) { policy_ = policy; }
   const WaitPolicy& wait_policy() const { return policy_; }
@@ -259,6 +263,7 @@ class Rounds {
   std::int64_t call_first_round_;
   MismatchDescriber describe_ = nullptr;
   WaitPolicy policy_;
+  WaitCounts counts_;
   // Highest round seen per peer: a round a peer is known to have reached needs no shared read.
   std::vector<std::int64_t> known_;
 };
