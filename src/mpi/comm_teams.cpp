@@ -197,6 +197,15 @@ Route route_of(MPI_Comm comm) {
   return {cached->team ? &*cached->team : nullptr, cached->spanning.get()};
 }
 
+WaitCounts world_wait_counts() {
+  if (keyval == MPI_KEYVAL_INVALID) return {};
+  void* value = nullptr;
+  int found = 0;
+  PMPI_Comm_get_attr(MPI_COMM_WORLD, keyval, &value, &found);
+  const auto* cached = found ? static_cast<CachedTeam*>(value) : nullptr;
+  return cached && cached->team ? cached->team->wait_counts() : WaitCounts{};
+}
+
 void release_world_teams() {
   if (keyval == MPI_KEYVAL_INVALID) return;
   for (MPI_Comm comm : {MPI_COMM_WORLD, MPI_COMM_SELF}) {

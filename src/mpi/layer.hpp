@@ -33,6 +33,9 @@ Route route_of(MPI_Comm comm);
 // Joins a shmcoll team of all of `comm`'s members (collective on `comm`; the segment name goes
 // out with PMPI_Bcast). Throws shmcoll::Error when this rank cannot join.
 Team join_node_team(MPI_Comm comm);
+// How this rank's waits on MPI_COMM_WORLD's team have gone (zero when it has none; never makes
+// one, so one rank alone may ask).
+WaitCounts world_wait_counts();
 // Frees what team_of cached on MPI_COMM_WORLD and MPI_COMM_SELF (their attributes are not
 // deleted by MPI_Finalize in every MPI).
 void release_world_teams();

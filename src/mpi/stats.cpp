@@ -67,6 +67,11 @@ void print_statistics() {
         row_name(which), row.shmcoll.calls, row.pmpi.calls, row.failed.calls, row.shmcoll.bytes,
         row.shmcoll.seconds, row.pmpi.seconds);
   }
+  const WaitCounts waits = world_wait_counts();
+  std::fprintf(stderr,
+               "shmcoll:   waits on MPI_COMM_WORLD's team: %llu yields, %llu futex sleeps\n",
+               static_cast<unsigned long long>(waits.yields),
+               static_cast<unsigned long long>(waits.futex_sleeps));
 }
 
 }  // namespace shmcoll::mpi
