@@ -2,6 +2,7 @@
 // called with the caller's MPI type, and shmcoll errors as MPI error codes.
 #include <cstdio>
 #include <map>
+#include <type_traits>
 #include <utility>
 
 #include "mpi/layer.hpp"
@@ -117,14 +118,43 @@ std::optional<Op> op_of(MPI_Op op, MPI_Datatype type, Dtype dtype) {
   return found->second;
 }
 
+// Whether the MPI underneath accepts `op` on `type` (a one-element PMPI_Reduce_local with errors
+// returned, not raised), asked once per pair. Every rank runs the same MPI, so every rank gets
+// the same answer and takes the same path.
+bool mpi_accepts(MPI_Datatype type, MPI_Op op) {
+  static std::map<std::pair<MPI_Datatype, MPI_Op>, bool> answers;
+  const auto [found, asked_before] = answers.try_emplace({type, op}, false);
+  if (!asked_before) return found->second;
+  // Where a call without a communicator reports its errors differs between MPI versions.
+  MPI_Errhandler world = MPI_ERRHANDLER_NULL, self = MPI_ERRHANDLER_NULL;
+  PMPI_Comm_get_errhandler(MPI_COMM_WORLD, &world);
+  PMPI_Comm_get_errhandler(MPI_COMM_SELF, &self);
+  PMPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  PMPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+  alignas(16) unsigned char in[64] = {}, inout[64] = {};
+  found->second = PMPI_Reduce_local(in, inout, 1, type, op) == MPI_SUCCESS;
+  PMPI_Comm_set_errhandler(MPI_COMM_WORLD, world);
+  PMPI_Comm_set_errhandler(MPI_COMM_SELF, self);
+  PMPI_Errhandler_free(&world);
+  PMPI_Errhandler_free(&self);
+  return found->second;
+}
+
 }  // namespace
 
 std::optional<Reduction> reduction_of(MPI_Datatype type, MPI_Op op) {
   // Derived types go to PMPI: the standard defines predefined ops on predefined types only
   // (Open MPI rejects the rest, MPICH extends), and a user op must see whole elements of the
   // caller's type, which shmcoll's chunks do not promise.
-  const auto dtype = dtype_of(type);
-  const auto shm_op = dtype ? op_of(op, type, *dtype) : std::nullopt;
+  auto dtype = dtype_of(type);
+  auto shm_op = dtype ? op_of(op, type, *dtype) : std::nullopt;
+  // MPI_CHAR has no operations in the standard, but both MPIs accept the arithmetic ones as C
+  // char arithmetic, and it is OSU's default type: served with C's meaning (wrapping, signed or
+  // not as char is here) where the MPI accepts the op.
+  if (!shm_op && dtype == Dtype::character && mpi_accepts(type, op)) {
+    dtype = std::is_signed_v<char> ? Dtype::i8 : Dtype::u8;
+    shm_op = op_of(op, type, *dtype);
+  }
   if (!shm_op) return std::nullopt;
   return Reduction{*dtype, *shm_op};
 }
