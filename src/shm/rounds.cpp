@@ -3,6 +3,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -274,6 +275,7 @@ void Rounds::wait_slow(Awaited awaited, std::int64_t round, Reached reached,
   auto& header = segment_.header();
   const long long start = now_ns();
   int my_cpu = -1;
+  bool peer_said_my_cpu = false;
   // The clock is read every few pauses: a pause takes 10-140 cycles depending on the CPU, so
   // reading it rarely would stretch a short spin many times over.
   for (unsigned spins = 1;; ++spins) {
@@ -286,10 +288,13 @@ void Rounds::wait_slow(Awaited awaited, std::int64_t round, Reached reached,
       // me. A peer that last said it runs on my CPU cannot run while I spin here: unbound ranks
       // the scheduler put together. Go home and spin on (each rank's home is its own, so a move
       // never lands on a peer, even when what it said is out of date), or, already home or when
-      // the ranks outnumber their CPUs, give the CPU up at once.
+      // the ranks outnumber their CPUs, give the CPU up at once, by yielding.
       my_cpu = sched_getcpu();
       note_my_cpu(my_cpu);
-      if (shares_cpu_with(awaited(), my_cpu) && !move_off(my_cpu)) break;
+      if (shares_cpu_with(awaited(), my_cpu) && !move_off(my_cpu)) {
+        peer_said_my_cpu = true;
+        break;
+      }
     }
     if (now_ns() - start >= policy_.spin_ns) break;
   }
@@ -297,14 +302,21 @@ void Rounds::wait_slow(Awaited awaited, std::int64_t round, Reached reached,
   // yielding hands mine to whoever can run (0.6 us on this VM when nobody else can, 1.8 us to
   // switch), where a futex sleep would make every publish a wake-up system call and every wake a
   // trip through the scheduler's wake-up path. Sleep only when the wait turns out long.
-  if (policy_.yield_ns > 0) {
+  // A peer that said it runs on my CPU gets it by my yields for the rest of the spin window: if
+  // what it said is out of date (it moved since), a yield costs a fraction of a microsecond and
+  // the wait goes on polling, where a sleep would cost both sides a system call and a wake-up.
+  const long yield_ns =
+      peer_said_my_cpu
+          ? std::max(policy_.yield_ns, policy_.spin_ns - static_cast<long>(now_ns() - start))
+          : policy_.yield_ns;
+  if (yield_ns > 0) {
     const long long yield_start = now_ns();
     for (unsigned yields = 1;; ++yields) {
       if (reached()) return;
       if (header.abort_word.load(std::memory_order_relaxed) != 0) fail_aborted(awaited());
       sched_yield();
       ++counts_.yields;
-      if (yields % 8 == 0 && now_ns() - yield_start >= policy_.yield_ns) break;
+      if (yields % 8 == 0 && now_ns() - yield_start >= yield_ns) break;
     }
   }
 
