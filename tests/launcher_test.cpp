@@ -143,6 +143,11 @@ TEST(Launcher, AStoppedRankDoesNotKeepTheLauncherWaiting) {
   ASSERT_NE(status, -1) << "the launcher still waited 5 s after rank 1 stopped";
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << status;
   EXPECT_NE(launch.stderr_text().find("timeout"), std::string::npos) << launch.stderr_text();
+  // The launcher's line names the stopped rank as the cause, not its own SIGTERM.
+  EXPECT_NE(launch.stderr_text().find("shmcoll-run: rank 1 (pid"), std::string::npos)
+      << launch.stderr_text();
+  EXPECT_NE(launch.stderr_text().find("failed while it still ran"), std::string::npos)
+      << launch.stderr_text();
   for (pid_t pid : launch.ranks) {
     EXPECT_TRUE(shmcoll::testing::process_gone(pid)) << "rank process " << pid << " survived";
   }

@@ -123,10 +123,11 @@ int main(int argc, char** argv) {
     ::close(segment_fd);
 
     const auto exits = supervisor.reap_all(signal_fd, tunables.kill_grace_ms, true);
+    const int culprit = segment.aborted_by();
     const shmcoll::shm::MemberExit* failure =
-        shmcoll::shm::Supervisor::first_failure(exits, segment.aborted_by());
+        shmcoll::shm::Supervisor::first_failure(exits, culprit);
     if (!failure) return static_cast<int>(exits.size()) == ranks ? 0 : 1;
-    std::fprintf(stderr, "shmcoll-run: %s\n", failure->describe().c_str());
+    std::fprintf(stderr, "shmcoll-run: %s\n", failure->describe(failure->rank == culprit).c_str());
     return failure->shell_status();
   } catch (const std::exception& error) {
     std::fprintf(stderr, "shmcoll-run: %s\n", error.what());

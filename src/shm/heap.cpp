@@ -38,7 +38,7 @@ void back_pages(std::byte* memory, std::size_t length, std::size_t bytes) {
     madvise(reinterpret_cast<void*>(inner_first), inner_end - inner_first, MADV_REMOVE);
   }
   fail(Errc::out_of_memory, "allocate: ", bytes, " bytes: backing them failed (",
-       std::strerror(error), "); the allocation ", shared_memory_shortage(end - first));
+       populate_failure(error), "); the allocation ", shared_memory_shortage(end - first));
 }
 
 }  // namespace

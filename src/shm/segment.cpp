@@ -73,6 +73,10 @@ std::string shared_memory_shortage(std::size_t needed) {
          "SHMCOLL_HEAP_BYTES, or fewer ranks)";
 }
 
+const char* populate_failure(int error) {
+  return error == EFAULT ? "no room left in /dev/shm" : std::strerror(error);
+}
+
 std::string Segment::unique_name() {
   unsigned char random[16];
   if (getrandom(random, sizeof random, 0) != sizeof random) fail_errno("getrandom");
@@ -263,7 +267,7 @@ void Segment::prefault_own_pages(std::uint32_t rank) const {
   if (madvise(&control(rank), bytes, MADV_POPULATE_WRITE) == 0) return;
   if (errno != EINVAL) {
     fail(Errc::out_of_memory, "rank ", rank, ": backing its ", bytes,
-         " bytes of the shared segment failed (", std::strerror(errno), "): a team of ",
+         " bytes of the shared segment failed (", populate_failure(errno), "): a team of ",
          layout_.team_size, " ", shared_memory_shortage(layout_.team_size * bytes));
   }
   // Kernels before 5.14 lack MADV_POPULATE_WRITE: store to the pages instead. The control page

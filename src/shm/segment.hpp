@@ -18,6 +18,9 @@ struct SegmentSizes {
 
 // For errors when /dev/shm cannot back `needed` bytes: how much it has free and what to do.
 std::string shared_memory_shortage(std::size_t needed);
+// Why MADV_POPULATE_WRITE failed, from its errno: EFAULT is a page tmpfs could not back (what a
+// store would have died of with SIGBUS).
+const char* populate_failure(int error);
 
 class Segment {
  public:

@@ -22,7 +22,9 @@ struct MemberExit {
   bool failed() const { return signaled || value != 0; }
   // The status a shell would report: the exit status, or 128 + signal.
   int shell_status() const { return signaled ? 128 + value : value; }
-  std::string describe() const;
+  // `ended_team`: the team's abort word names this member (a peer found it dead, late or in
+  // another call), so when the supervisor's own signal ended it, that is not why it failed.
+  std::string describe(bool ended_team = false) const;
 };
 
 // In a freshly forked member: it is killed when the process that forked it (`parent`) ends,

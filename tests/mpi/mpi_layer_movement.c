@@ -366,7 +366,7 @@ static void check_struct_type(MPI_Comm comm, int rank, int size) {
   for (int s = 0; s < size; ++s) {
     for (int k = 0; k < 2; ++k) {
       const struct Record* got = &recv[2 * s + k];
-      good &= got->tag == 'a' + s && got->value == item(s, rank, k) * 0.25 &&
+      good &= got->tag == (char)('a' + s) && got->value == item(s, rank, k) * 0.25 &&
               got->small == (short)(s * 10 + 2 * rank + k);
       absorb(&got->tag, 1);
       absorb(&got->value, sizeof got->value);
