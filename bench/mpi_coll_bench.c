@@ -35,42 +35,94 @@ static void set_layout(int size, int count) {
   }
 }
 
-static void call(const char* coll, float* send, float* recv, int count, int size) {
+/* Resolved once, so every call costs the harness a switch, not a chain of string compares. */
+enum Coll {
+  ALLREDUCE,
+  REDUCE,
+  BCAST,
+  REDUCE_SCATTER,
+  REDUCE_SCATTER_BLOCK,
+  SCAN,
+  EXSCAN,
+  SCATTER,
+  SCATTERV,
+  GATHER,
+  GATHERV,
+  ALLGATHER,
+  ALLGATHERV,
+  ALLTOALL,
+  ALLTOALLV,
+  ALLTOALLW,
+  BARRIER
+};
+static const char* const coll_names[] = {
+    "allreduce", "reduce",    "bcast",      "reduce_scatter", "reduce_scatter_block",
+    "scan",      "exscan",    "scatter",    "scatterv",       "gather",
+    "gatherv",   "allgather", "allgatherv", "alltoall",       "alltoallv",
+    "alltoallw", "barrier"};
+
+static enum Coll coll_of(const char* name) {
+  for (int c = ALLREDUCE; c < BARRIER; ++c) {
+    if (!strcmp(name, coll_names[c])) return (enum Coll)c;
+  }
+  return BARRIER;
+}
+
+static void call(enum Coll coll, float* send, float* recv, int count, int size) {
   MPI_Comm world = MPI_COMM_WORLD;
-  if (!strcmp(coll, "allreduce"))
-    MPI_Allreduce(send, recv, count, MPI_FLOAT, MPI_SUM, world);
-  else if (!strcmp(coll, "reduce"))
-    MPI_Reduce(send, recv, count, MPI_FLOAT, MPI_SUM, 0, world);
-  else if (!strcmp(coll, "bcast"))
-    MPI_Bcast(recv, count, MPI_FLOAT, 0, world);
-  else if (!strcmp(coll, "reduce_scatter"))
-    MPI_Reduce_scatter(send, recv, block_counts, MPI_FLOAT, MPI_SUM, world);
-  else if (!strcmp(coll, "reduce_scatter_block"))
-    MPI_Reduce_scatter_block(send, recv, count / size, MPI_FLOAT, MPI_SUM, world);
-  else if (!strcmp(coll, "scan"))
-    MPI_Scan(send, recv, count, MPI_FLOAT, MPI_SUM, world);
-  else if (!strcmp(coll, "exscan"))
-    MPI_Exscan(send, recv, count, MPI_FLOAT, MPI_SUM, world);
-  else if (!strcmp(coll, "scatter"))
-    MPI_Scatter(send, count, MPI_FLOAT, recv, count, MPI_FLOAT, 0, world);
-  else if (!strcmp(coll, "scatterv"))
-    MPI_Scatterv(send, counts, displs, MPI_FLOAT, recv, count, MPI_FLOAT, 0, world);
-  else if (!strcmp(coll, "gather"))
-    MPI_Gather(send, count, MPI_FLOAT, recv, count, MPI_FLOAT, 0, world);
-  else if (!strcmp(coll, "gatherv"))
-    MPI_Gatherv(send, count, MPI_FLOAT, recv, counts, displs, MPI_FLOAT, 0, world);
-  else if (!strcmp(coll, "allgather"))
-    MPI_Allgather(send, count, MPI_FLOAT, recv, count, MPI_FLOAT, world);
-  else if (!strcmp(coll, "allgatherv"))
-    MPI_Allgatherv(send, count, MPI_FLOAT, recv, counts, displs, MPI_FLOAT, world);
-  else if (!strcmp(coll, "alltoall"))
-    MPI_Alltoall(send, count, MPI_FLOAT, recv, count, MPI_FLOAT, world);
-  else if (!strcmp(coll, "alltoallv"))
-    MPI_Alltoallv(send, counts, displs, MPI_FLOAT, recv, counts, displs, MPI_FLOAT, world);
-  else if (!strcmp(coll, "alltoallw"))
-    MPI_Alltoallw(send, counts, byte_displs, types, recv, counts, byte_displs, types, world);
-  else
-    MPI_Barrier(world);
+  switch (coll) {
+    case ALLREDUCE:
+      MPI_Allreduce(send, recv, count, MPI_FLOAT, MPI_SUM, world);
+      break;
+    case REDUCE:
+      MPI_Reduce(send, recv, count, MPI_FLOAT, MPI_SUM, 0, world);
+      break;
+    case BCAST:
+      MPI_Bcast(recv, count, MPI_FLOAT, 0, world);
+      break;
+    case REDUCE_SCATTER:
+      MPI_Reduce_scatter(send, recv, block_counts, MPI_FLOAT, MPI_SUM, world);
+      break;
+    case REDUCE_SCATTER_BLOCK:
+      MPI_Reduce_scatter_block(send, recv, count / size, MPI_FLOAT, MPI_SUM, world);
+      break;
+    case SCAN:
+      MPI_Scan(send, recv, count, MPI_FLOAT, MPI_SUM, world);
+      break;
+    case EXSCAN:
+      MPI_Exscan(send, recv, count, MPI_FLOAT, MPI_SUM, world);
+      break;
+    case SCATTER:
+      MPI_Scatter(send, count, MPI_FLOAT, recv, count, MPI_FLOAT, 0, world);
+      break;
+    case SCATTERV:
+      MPI_Scatterv(send, counts, displs, MPI_FLOAT, recv, count, MPI_FLOAT, 0, world);
+      break;
+    case GATHER:
+      MPI_Gather(send, count, MPI_FLOAT, recv, count, MPI_FLOAT, 0, world);
+      break;
+    case GATHERV:
+      MPI_Gatherv(send, count, MPI_FLOAT, recv, counts, displs, MPI_FLOAT, 0, world);
+      break;
+    case ALLGATHER:
+      MPI_Allgather(send, count, MPI_FLOAT, recv, count, MPI_FLOAT, world);
+      break;
+    case ALLGATHERV:
+      MPI_Allgatherv(send, count, MPI_FLOAT, recv, counts, displs, MPI_FLOAT, world);
+      break;
+    case ALLTOALL:
+      MPI_Alltoall(send, count, MPI_FLOAT, recv, count, MPI_FLOAT, world);
+      break;
+    case ALLTOALLV:
+      MPI_Alltoallv(send, counts, displs, MPI_FLOAT, recv, counts, displs, MPI_FLOAT, world);
+      break;
+    case ALLTOALLW:
+      MPI_Alltoallw(send, counts, byte_displs, types, recv, counts, byte_displs, types, world);
+      break;
+    case BARRIER:
+      MPI_Barrier(world);
+      break;
+  }
 }
 
 static size_t parse_size(const char* text) {
@@ -102,7 +154,7 @@ int main(int argc, char** argv) {
     }
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
-  const char* coll = argv[1];
+  const enum Coll coll = coll_of(argv[1]);
   char* sizes = strdup(argv[2]);
   double* times = malloc(sizeof(double) * samples);
   counts = malloc(sizeof(int) * size);
@@ -112,7 +164,7 @@ int main(int argc, char** argv) {
   types = malloc(sizeof(MPI_Datatype) * size);
   if (rank == 0) printf("%10s %12s %10s %10s\n", "bytes", "median_us", "min_us", "max_us");
   for (char* token = strtok(sizes, ","); token; token = strtok(NULL, ",")) {
-    const size_t bytes = strcmp(coll, "barrier") ? parse_size(token) : 0;
+    const size_t bytes = coll != BARRIER ? parse_size(token) : 0;
     const int count = (int)(bytes / sizeof(float));
     /* Room for a block per rank, in each of `slots` page-aligned slots; the batch method touches
      * every byte before timing, each slot with different values, the single-call method none. */
@@ -173,7 +225,7 @@ int main(int argc, char** argv) {
     }
     free(send);
     free(recv);
-    if (!strcmp(coll, "barrier")) break;
+    if (coll == BARRIER) break;
   }
   free(times);
   free(counts);

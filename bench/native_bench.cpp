@@ -139,46 +139,59 @@ struct VLayout {
   }
 };
 
-void call_collective(shmcoll::Team& team, const std::string& coll, const NativeConfig& config,
+// Resolved once per row, so each call costs the harness a switch, not string compares.
+shmcoll::Collective collective_of(const std::string& name) {
+  for (int c = 0; c < shmcoll::kCollectiveCount; ++c) {
+    const auto collective = static_cast<shmcoll::Collective>(c);
+    if (name == shmcoll::collective_name(collective)) return collective;
+  }
+  throw std::invalid_argument("unknown collective " + name);
+}
+
+void call_collective(shmcoll::Team& team, shmcoll::Collective coll, const NativeConfig& config,
                      std::span<std::byte> send, std::span<std::byte> recv, std::int64_t count,
                      const VLayout& v) {
+  using shmcoll::Collective;
   void* out = recv.data();
   const void* in = send.data();
   const Dtype t = config.dtype;
-  if (coll == "allreduce")
-    team.allreduce(in, out, count, t, config.op);
-  else if (coll == "reduce")
-    team.reduce(in, out, count, t, config.op, 0);
-  else if (coll == "bcast")
-    team.bcast(out, count, t, 0);
-  else if (coll == "reduce_scatter")
-    team.reduce_scatter(in, out, v.block_counts, t, config.op);
-  else if (coll == "reduce_scatter_block")
-    team.reduce_scatter_block(in, out, count / team.size(), t, config.op);
-  else if (coll == "scan")
-    team.scan(in, out, count, t, config.op);
-  else if (coll == "exscan")
-    team.exscan(in, out, count, t, config.op);
-  else if (coll == "scatter")
-    team.scatter(in, count, t, out, count, t, 0);
-  else if (coll == "scatterv")
-    team.scatterv(in, v.counts, v.displs, t, out, count, t, 0);
-  else if (coll == "gather")
-    team.gather(in, count, t, out, count, t, 0);
-  else if (coll == "gatherv")
-    team.gatherv(in, count, t, out, v.counts, v.displs, t, 0);
-  else if (coll == "allgather")
-    team.allgather(in, count, t, out, count, t);
-  else if (coll == "allgatherv")
-    team.allgatherv(in, count, t, out, v.counts, v.displs, t);
-  else if (coll == "alltoall")
-    team.alltoall(in, count, t, out, count, t);
-  else if (coll == "alltoallv")
-    team.alltoallv(in, v.counts, v.displs, t, out, v.counts, v.displs, t);
-  else if (coll == "alltoallw")
-    team.alltoallw(in, v.counts, v.byte_displs, v.types, out, v.counts, v.byte_displs, v.types);
-  else
-    team.barrier();
+  switch (coll) {
+    case Collective::allreduce:
+      return team.allreduce(in, out, count, t, config.op);
+    case Collective::reduce:
+      return team.reduce(in, out, count, t, config.op, 0);
+    case Collective::bcast:
+      return team.bcast(out, count, t, 0);
+    case Collective::reduce_scatter:
+      return team.reduce_scatter(in, out, v.block_counts, t, config.op);
+    case Collective::reduce_scatter_block:
+      return team.reduce_scatter_block(in, out, count / team.size(), t, config.op);
+    case Collective::scan:
+      return team.scan(in, out, count, t, config.op);
+    case Collective::exscan:
+      return team.exscan(in, out, count, t, config.op);
+    case Collective::scatter:
+      return team.scatter(in, count, t, out, count, t, 0);
+    case Collective::scatterv:
+      return team.scatterv(in, v.counts, v.displs, t, out, count, t, 0);
+    case Collective::gather:
+      return team.gather(in, count, t, out, count, t, 0);
+    case Collective::gatherv:
+      return team.gatherv(in, count, t, out, v.counts, v.displs, t, 0);
+    case Collective::allgather:
+      return team.allgather(in, count, t, out, count, t);
+    case Collective::allgatherv:
+      return team.allgatherv(in, count, t, out, v.counts, v.displs, t);
+    case Collective::alltoall:
+      return team.alltoall(in, count, t, out, count, t);
+    case Collective::alltoallv:
+      return team.alltoallv(in, v.counts, v.displs, t, out, v.counts, v.displs, t);
+    case Collective::alltoallw:
+      return team.alltoallw(in, v.counts, v.byte_displs, v.types, out, v.counts, v.byte_displs,
+                            v.types);
+    default:
+      return team.barrier();
+  }
 }
 
 // --vary-data's slots (one when it is off): page-aligned copies of a buffer, each call of a batch
@@ -267,9 +280,10 @@ void bench_rank(shmcoll::Team& team, const NativeConfig& config, const std::stri
                      [&](auto type) { fill<decltype(type)>(send_of(slot), team.rank(), slot); });
     std::copy_n(send_of(slot).begin(), buffer_bytes, recv_of(slot).begin());
   }
+  const shmcoll::Collective which = collective_of(coll);
   auto call_next = [&] {
     const std::size_t slot = slots.advance();
-    call_collective(team, coll, config, send_of(slot), recv_of(slot), count, v);
+    call_collective(team, which, config, send_of(slot), recv_of(slot), count, v);
   };
 
   for (int i = 0; i < WARMUP_CALLS; ++i) call_next();
@@ -286,7 +300,7 @@ void bench_rank(shmcoll::Team& team, const NativeConfig& config, const std::stri
                      [&](auto type) { fill<decltype(type)>(send, team.rank(), slot); });
     std::fill(recv.begin(), recv.end(), std::byte{0x5a});  // no stale result can pass
     if (coll == "bcast" && team.rank() == 0) std::copy(send.begin(), send.end(), recv.begin());
-    call_collective(team, coll, config, send, recv, count, v);
+    call_collective(team, which, config, send, recv, count, v);
     if (config.inject_error && count > 0) recv[0] = ~recv[0];
     const std::size_t elements =
         result_elements(coll, team.size(), team.rank(), static_cast<std::size_t>(count));

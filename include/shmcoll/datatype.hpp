@@ -41,14 +41,16 @@ class SHMCOLL_API Datatype {
   // MPI_Type_create_resized: same data, new lower bound and extent.
   static Datatype resized(const Datatype& old, std::int64_t lb, std::int64_t extent);
 
-  std::size_t size() const noexcept;  // bytes of data in one element
-  std::int64_t lb() const noexcept;
-  std::int64_t ub() const noexcept;
-  std::int64_t extent() const noexcept;   // ub - lb: the distance between consecutive elements
+  // Read on every call's path, so kept beside the description and inline.
+  std::size_t size() const noexcept { return size_; }  // bytes of data in one element
+  std::int64_t lb() const noexcept { return lb_; }
+  std::int64_t ub() const noexcept { return lb_ + extent_; }
+  // ub - lb: the distance between consecutive elements
+  std::int64_t extent() const noexcept { return extent_; }
   std::int64_t true_lb() const noexcept;  // the first and last byte actually holding data
   std::int64_t true_extent() const noexcept;
   // count elements are one run of count * size() bytes at buffer + lb(), in typemap order.
-  bool is_contiguous() const noexcept;
+  bool is_contiguous() const noexcept { return contiguous_; }
   // The predefined element type, when every element of the typemap has the same one, and how
   // many of those one element of this type holds (what predefined reductions need).
   std::optional<Dtype> element_type() const noexcept;
@@ -68,8 +70,11 @@ class SHMCOLL_API Datatype {
   struct Node;  // the description, defined in src/ops/datatype.cpp
 
  private:
-  explicit Datatype(std::shared_ptr<const Node> node) : node_(std::move(node)) {}
+  explicit Datatype(std::shared_ptr<const Node> node);
   std::shared_ptr<const Node> node_;
+  std::size_t size_;
+  std::int64_t lb_, extent_;
+  bool contiguous_;
 };
 
 }  // namespace shmcoll

@@ -210,12 +210,17 @@ std::shared_ptr<const Node> build_leaf(Dtype dtype) {
   return std::make_shared<const Node>(std::move(node));
 }
 
-// One shared leaf per element type, so passing a Dtype where a Datatype is expected (as every
-// collective call does) never allocates.
+// One leaf per element type, made once and never freed, so passing a Dtype where a Datatype is
+// expected (as every collective call does) never allocates. The pointers share no ownership
+// (aliasing an empty shared_ptr): copying and dropping them touches no reference count, which
+// costs two atomic operations per temporary Datatype otherwise.
 const std::shared_ptr<const Node>& make_leaf(Dtype dtype) {
   static const auto leaves = [] {
     std::array<std::shared_ptr<const Node>, kDtypeCount> all;
-    for (int d = 0; d < kDtypeCount; ++d) all[d] = build_leaf(static_cast<Dtype>(d));
+    for (int d = 0; d < kDtypeCount; ++d) {
+      const Node* immortal = new Node(*build_leaf(static_cast<Dtype>(d)));
+      all[d] = std::shared_ptr<const Node>(std::shared_ptr<const Node>(), immortal);
+    }
     return all;
   }();
   if (!is_valid_dtype(dtype)) {
@@ -379,7 +384,14 @@ std::size_t for_each_run_in_window(const char* call, const Node& node, const voi
 
 }  // namespace
 
-Datatype::Datatype(Dtype element) : node_(make_leaf(element)) {}
+Datatype::Datatype(std::shared_ptr<const Node> node)
+    : node_(std::move(node)),
+      size_(node_->size),
+      lb_(node_->lb),
+      extent_(node_->extent()),
+      contiguous_(node_->contiguous()) {}
+
+Datatype::Datatype(Dtype element) : Datatype(make_leaf(element)) {}
 
 Datatype Datatype::contiguous(std::int64_t count, const Datatype& old) {
   return Datatype(make_strided("Datatype::contiguous", count, 1, old.extent(), old.node_));
@@ -442,26 +454,11 @@ Datatype Datatype::resized(const Datatype& old, std::int64_t lb, std::int64_t ex
   return Datatype(std::make_shared<const Node>(std::move(node)));
 }
 
-std::size_t Datatype::size() const noexcept {
-  return node_->size;
-}
-std::int64_t Datatype::lb() const noexcept {
-  return node_->lb;
-}
-std::int64_t Datatype::ub() const noexcept {
-  return node_->ub;
-}
-std::int64_t Datatype::extent() const noexcept {
-  return node_->extent();
-}
 std::int64_t Datatype::true_lb() const noexcept {
   return node_->true_lb;
 }
 std::int64_t Datatype::true_extent() const noexcept {
   return node_->true_ub - node_->true_lb;
-}
-bool Datatype::is_contiguous() const noexcept {
-  return node_->contiguous();
 }
 std::optional<Dtype> Datatype::element_type() const noexcept {
   return node_->element_type;
