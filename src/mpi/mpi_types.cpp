@@ -4,6 +4,7 @@
 #include <map>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "mpi/layer.hpp"
 #include "ops/reduce.hpp"
@@ -71,6 +72,42 @@ const TypeTable& predefined_types() {
       {MPI_LONG_DOUBLE_INT, Dtype::long_double_int},
   };
   return predefined;
+}
+
+// Fortran's element types as the element type that holds the same bits in C (gfortran's: a
+// LOGICAL is a 4-byte integer, .true. is 1, as the logical operations make it). A type whose size
+// here differs (a compiler flag such as -fdefault-integer-8 when the MPI was built) or that the
+// MPI does not have (MPI_DATATYPE_NULL) is left out. Which operations apply is the MPI's to say
+// (reduction_of asks it), so the layer refuses exactly what the MPI refuses.
+std::optional<Dtype> fortran_element_of(MPI_Datatype type) {
+  static const auto table = [] {
+    const std::pair<MPI_Datatype, Dtype> candidates[] = {
+        {MPI_INTEGER, Dtype::i32},
+        {MPI_INTEGER1, Dtype::i8},
+        {MPI_INTEGER2, Dtype::i16},
+        {MPI_INTEGER4, Dtype::i32},
+        {MPI_INTEGER8, Dtype::i64},
+        {MPI_REAL, Dtype::f32},
+        {MPI_REAL4, Dtype::f32},
+        {MPI_REAL8, Dtype::f64},
+        {MPI_DOUBLE_PRECISION, Dtype::f64},
+        {MPI_COMPLEX, Dtype::complex_f32},
+        {MPI_DOUBLE_COMPLEX, Dtype::complex_f64},
+        {MPI_LOGICAL, Dtype::i32},
+        {MPI_2INTEGER, Dtype::int_int},
+    };
+    std::vector<std::pair<MPI_Datatype, Dtype>> usable;
+    for (const auto& [handle, dtype] : candidates) {
+      int size = 0;
+      if (handle == MPI_DATATYPE_NULL || PMPI_Type_size(handle, &size) != MPI_SUCCESS) continue;
+      if (static_cast<std::size_t>(size) == dtype_size(dtype)) usable.emplace_back(handle, dtype);
+    }
+    return usable;
+  }();
+  for (const auto& [handle, dtype] : table) {
+    if (handle == type) return dtype;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -146,17 +183,26 @@ std::optional<Reduction> reduction_of(MPI_Datatype type, MPI_Op op) {
   // Derived types go to PMPI: the standard defines predefined ops on predefined types only
   // (Open MPI rejects the rest, MPICH extends), and a user op must see whole elements of the
   // caller's type, which shmcoll's chunks do not promise.
-  auto dtype = dtype_of(type);
-  auto shm_op = dtype ? op_of(op, type, *dtype) : std::nullopt;
-  // MPI_CHAR has no operations in the standard, but both MPIs accept the arithmetic ones as C
-  // char arithmetic, and it is OSU's default type: served with C's meaning (wrapping, signed or
-  // not as char is here) where the MPI accepts the op.
-  if (!shm_op && dtype == Dtype::character && mpi_accepts(type, op)) {
-    dtype = std::is_signed_v<char> ? Dtype::i8 : Dtype::u8;
-    shm_op = op_of(op, type, *dtype);
+  auto as = [&](Dtype dtype) -> std::optional<Reduction> {
+    if (auto shm_op = op_of(op, type, dtype)) return Reduction{dtype, *shm_op};
+    return std::nullopt;
+  };
+  if (const auto dtype = dtype_of(type)) {
+    if (auto served = as(*dtype)) return served;
+    // MPI_CHAR has no operations in the standard, but both MPIs accept the arithmetic ones as C
+    // char arithmetic, and it is OSU's default type: served with C's meaning (wrapping, signed or
+    // not as char is here) where the MPI accepts the op.
+    if (*dtype == Dtype::character && mpi_accepts(type, op)) {
+      return as(std::is_signed_v<char> ? Dtype::i8 : Dtype::u8);
+    }
+    return std::nullopt;
   }
-  if (!shm_op) return std::nullopt;
-  return Reduction{*dtype, *shm_op};
+  // Fortran's types, from C or Fortran callers alike: reduced as the C type of the same bits,
+  // with the operations the MPI accepts on them (a user op takes any type, and asking the MPI
+  // would call the user's function).
+  const auto fortran = fortran_element_of(type);
+  if (fortran && (user_ops().contains(op) || mpi_accepts(type, op))) return as(*fortran);
+  return std::nullopt;
 }
 
 void remember_user_op(MPI_Op op, MPI_User_function* function, bool commutative) {

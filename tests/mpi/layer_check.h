@@ -36,5 +36,7 @@ void matrix_chain(int last, int count, uint64_t* out);
 void check_movement(MPI_Comm comm);
 // Every data-movement collective with different type maps of one signature on different ranks.
 void check_mixed_type_maps(MPI_Comm comm);
+// Reductions on Fortran's element types (INTEGER, REAL, LOGICAL ...), from C.
+void check_fortran_types(MPI_Comm comm);
 // Reduce_scatter(_block), scan and exscan, in place and not, with a non-commutative op.
 void check_prefix_and_scatter_reductions(MPI_Comm comm);

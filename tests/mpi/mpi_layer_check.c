@@ -344,6 +344,7 @@ static void check_all(MPI_Comm comm) {
   for (int count = 0; count <= 70000; count = count ? count * 9 : 1) check_reductions(comm, count);
   check_user_ops(comm);
   check_other_types(comm);
+  check_fortran_types(comm);
   check_prefix_and_scatter_reductions(comm);
   check_movement(comm);
   check_mixed_type_maps(comm);
