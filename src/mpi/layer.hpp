@@ -69,6 +69,8 @@ struct Reduction {
 };
 std::optional<Reduction> reduction_of(MPI_Datatype type, MPI_Op op);
 void remember_user_op(MPI_Op op, MPI_User_function* function, bool commutative);
+// A user op created in Fortran: its function takes the datatype as a Fortran handle.
+void remember_fortran_user_op(MPI_Op op, MPI_User_function* function, bool commutative);
 void forget_user_op(MPI_Op op);
 
 // A shmcoll error as an MPI error code, raised through the communicator's error handler.

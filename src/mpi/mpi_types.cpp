@@ -16,6 +16,7 @@ namespace {
 struct UserOp {
   MPI_User_function* function;
   bool commutative;
+  bool fortran;  // called with the datatype's Fortran handle
 };
 
 // Handles are pointers in Open MPI and ints in MPICH; both order, so std::map serves either.
@@ -143,9 +144,16 @@ std::optional<Op> op_of(MPI_Op op, MPI_Datatype type, Dtype dtype) {
   auto found = bound.find(key);
   if (found == bound.end()) {
     MPI_User_function* function = user->second.function;
+    const bool fortran = user->second.fortran;
     Op made = Op::create(
-        [function, type](const void* in, void* inout, std::size_t len, Dtype) {
+        [function, type, fortran](const void* in, void* inout, std::size_t len, Dtype) {
           int length = static_cast<int>(len);
+          if (fortran) {
+            MPI_Fint fortran_type = MPI_Type_c2f(type);
+            reinterpret_cast<void (*)(void*, void*, MPI_Fint*, MPI_Fint*)>(function)(
+                const_cast<void*>(in), inout, &length, &fortran_type);
+            return;
+          }
           MPI_Datatype caller_type = type;
           function(const_cast<void*>(in), inout, &length, &caller_type);
         },
@@ -206,7 +214,11 @@ std::optional<Reduction> reduction_of(MPI_Datatype type, MPI_Op op) {
 }
 
 void remember_user_op(MPI_Op op, MPI_User_function* function, bool commutative) {
-  user_ops()[op] = {function, commutative};
+  user_ops()[op] = {function, commutative, false};
+}
+
+void remember_fortran_user_op(MPI_Op op, MPI_User_function* function, bool commutative) {
+  user_ops()[op] = {function, commutative, true};
 }
 
 void forget_user_op(MPI_Op op) {

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # usage: run_mpi_layer_test.sh MPIRUN PROGRAM LAYER_LIBRARY NP [FAKE_NODES]
+# (SHMCOLL_TEST_NO_PMPI=1: also fail when any call went to PMPI.)
 # Runs PROGRAM under MPIRUN with NP ranks twice, without the layer and with it preloaded, and
 # passes when both runs pass their own checks, every rank's digest is the same in both, and the
 # layer really took the shmcoll path (SHMCOLL_MPI_VERBOSE's counts on rank 0): every intercepted
@@ -33,5 +34,12 @@ for name in $collectives; do
     exit 1
   fi
 done
+# SHMCOLL_TEST_NO_PMPI=1: nothing may go to PMPI (a program whose every call the layer serves).
+if [ "${SHMCOLL_TEST_NO_PMPI:-0}" = 1 ]; then
+  if awk '$1 == "shmcoll:" && $5 == "pmpi" && $6 > 0 {found = 1} END {exit !found}' "$work/layer.err"; then
+    echo "FAIL: calls went to PMPI"
+    exit 1
+  fi
+fi
 through_shmcoll=$(awk '$1 == "shmcoll:" && $2 == "allreduce" {print $4}' "$work/layer.err")
 echo "PASS: $np ranks, identical results with and without the layer, $through_shmcoll allreduce calls through shmcoll on rank 0"

@@ -1,0 +1,253 @@
+! The MPI layer from Fortran: every collective the layer serves, on MPI_COMM_WORLD and on a split
+! communicator, with Fortran's types, MPI_IN_PLACE, LOGICAL and 2INTEGER with their ops and a
+! non-commutative user op, each result checked against a reference from the inputs. Each rank
+! prints a digest of its results, so runs with and without the layer compare (run_mpi_layer_test.sh).
+! Built three ways from this file: -DUSE_F08 (use mpi_f08), -DUSE_MPIF_H (include 'mpif.h'),
+! neither (use mpi).
+#if defined(USE_F08)
+#define HANDLE(kind) type(kind)
+#define IERR
+#define IERR_ONLY
+#else
+#define HANDLE(kind) integer
+#define IERR , ierr
+#define IERR_ONLY ierr
+#endif
+
+module checks
+#if defined(USE_F08)
+  use mpi_f08
+#elif !defined(USE_MPIF_H)
+  use mpi
+#endif
+  implicit none
+#if defined(USE_MPIF_H)
+  include 'mpif.h'
+#endif
+  integer, parameter :: n = 13
+  integer :: failures = 0
+  integer(8) :: digest = 0
+  integer :: ierr
+contains
+  subroutine check(good, what)
+    logical, intent(in) :: good
+    character(*), intent(in) :: what
+    if (.not. good) then
+      failures = failures + 1
+      write (0, '(a, a)') 'check failed: ', what
+    end if
+  end subroutine
+
+  subroutine absorb(values)
+    integer, intent(in) :: values(:)
+    integer :: i
+    do i = 1, size(values)
+      digest = mod(digest * 31 + values(i), 1000000007_8)
+    end do
+  end subroutine
+
+  integer function input(rank, i)
+    integer, intent(in) :: rank, i
+    input = mod(rank * 13 + i * 7, 11) - 5
+  end function
+
+  subroutine check_all(comm)
+    HANDLE(MPI_Comm), intent(in) :: comm
+    integer :: rank, size, r, i, j, root
+    integer :: a(n), b(n), want(n)
+    integer, allocatable :: many(:), gathered(:), counts(:), displs(:)
+    double precision :: x(n), y(n)
+    real :: s(n), t(n)
+    logical :: l(n), every(n), want_all
+    integer :: pairs(2, n), best(2, n)
+    HANDLE(MPI_Op) :: chain
+    HANDLE(MPI_Datatype), allocatable :: types(:)
+#if !defined(USE_F08)
+    external keep_first
+#endif
+
+    call MPI_Comm_rank(comm, rank IERR)
+    call MPI_Comm_size(comm, size IERR)
+    root = size - 1
+    do i = 1, n
+      a(i) = input(rank, i)
+    end do
+
+    call MPI_Barrier(comm IERR)
+
+    ! allreduce: DOUBLE PRECISION sum, in place; INTEGER max; LOGICAL and; 2INTEGER maxloc
+    x = dble(a) * 0.25d0
+    call MPI_Allreduce(MPI_IN_PLACE, x, n, MPI_DOUBLE_PRECISION, MPI_SUM, comm IERR)
+    do i = 1, n
+      want(i) = 0
+      do r = 0, size - 1
+        want(i) = want(i) + input(r, i)
+      end do
+    end do
+    call check(all_equal(x, dble(want) * 0.25d0), 'allreduce double precision in place')
+    call absorb(nint(x * 4))
+    call MPI_Allreduce(a, b, n, MPI_INTEGER, MPI_MAX, comm IERR)
+    do i = 1, n
+      want(i) = maxval([(input(r, i), r = 0, size - 1)])
+    end do
+    call check(all(b == want), 'allreduce integer max')
+    call absorb(b)
+    l = a > 0
+    call MPI_Allreduce(l, every, n, MPI_LOGICAL, MPI_LAND, comm IERR)
+    do i = 1, n
+      want_all = .true.
+      do r = 0, size - 1
+        want_all = want_all .and. input(r, i) > 0
+      end do
+      call check(every(i) .eqv. want_all, 'allreduce logical and')
+    end do
+    pairs(1, :) = a / 3
+    pairs(2, :) = rank
+    call MPI_Allreduce(pairs, best, n, MPI_2INTEGER, MPI_MAXLOC, comm IERR)
+    do i = 1, n
+      j = maxloc([(input(r, i) / 3, r = 0, size - 1)], 1) - 1
+      call check(best(1, i) == input(j, i) / 3 .and. best(2, i) == j, 'allreduce 2integer maxloc')
+    end do
+    call absorb(reshape(best, [2 * n]))
+
+    ! reduce: REAL sum to the last rank; a non-commutative user op, in rank order
+    s = real(a) * 0.5
+    call MPI_Reduce(s, t, n, MPI_REAL, MPI_SUM, root, comm IERR)
+    if (rank == root) then
+      do i = 1, n
+        want(i) = sum([(input(r, i), r = 0, size - 1)])
+      end do
+      call check(all(t == real(want) * 0.5), 'reduce real sum')
+      call absorb(nint(t * 2))
+    end if
+    call MPI_Op_create(keep_first, .false., chain IERR)
+    b = [(100 * rank + i, i = 1, n)]
+    call MPI_Allreduce(MPI_IN_PLACE, b, n, MPI_INTEGER, chain, comm IERR)
+    call check(all(b == [(i, i = 1, n)]), 'allreduce with a non-commutative user op')
+    call absorb(b)
+    call MPI_Op_free(chain IERR)
+
+    ! reduce_local, scan, exscan, reduce_scatter_block, reduce_scatter
+    b = a
+    call MPI_Reduce_local(a, b, n, MPI_INTEGER, MPI_SUM IERR)
+    call check(all(b == 2 * a), 'reduce_local')
+    call MPI_Scan(a, b, n, MPI_INTEGER, MPI_SUM, comm IERR)
+    do i = 1, n
+      want(i) = sum([(input(r, i), r = 0, rank)])
+    end do
+    call check(all(b == want), 'scan')
+    call absorb(b)
+    call MPI_Exscan(a, b, n, MPI_INTEGER, MPI_SUM, comm IERR)
+    if (rank > 0) then
+      do i = 1, n
+        want(i) = sum([(input(r, i), r = 0, rank - 1)])
+      end do
+      call check(all(b == want), 'exscan')
+      call absorb(b)
+    end if
+    allocate (many(2 * size), gathered(2 * size), counts(size), displs(size))
+    do i = 1, 2 * size
+      many(i) = input(rank, i)
+    end do
+    call MPI_Reduce_scatter_block(many, b, 2, MPI_INTEGER, MPI_SUM, comm IERR)
+    do i = 1, 2
+      want(i) = sum([(input(r, 2 * rank + i), r = 0, size - 1)])
+    end do
+    call check(all(b(1:2) == want(1:2)), 'reduce_scatter_block')
+    counts = 2
+    call MPI_Reduce_scatter(many, b, counts, MPI_INTEGER, MPI_SUM, comm IERR)
+    call check(all(b(1:2) == want(1:2)), 'reduce_scatter')
+    call absorb(b(1:2))
+
+    ! bcast, scatter(v), gather(v), allgather(v), alltoall(v/w): two integers per rank
+    b = a
+    call MPI_Bcast(b, n, MPI_INTEGER, root, comm IERR)
+    call check(all(b == [(input(root, i), i = 1, n)]), 'bcast')
+    do i = 1, 2 * size
+      many(i) = 1000 * rank + i
+    end do
+    do r = 1, size
+      displs(r) = 2 * (r - 1)
+    end do
+    call MPI_Scatter(many, 2, MPI_INTEGER, b, 2, MPI_INTEGER, root, comm IERR)
+    call check(all(b(1:2) == [1000 * root + 2 * rank + 1, 1000 * root + 2 * rank + 2]), 'scatter')
+    call MPI_Scatterv(many, counts, displs, MPI_INTEGER, b, 2, MPI_INTEGER, root, comm IERR)
+    call check(all(b(1:2) == [1000 * root + 2 * rank + 1, 1000 * root + 2 * rank + 2]), 'scatterv')
+    call MPI_Gather(many, 2, MPI_INTEGER, gathered, 2, MPI_INTEGER, root, comm IERR)
+    if (rank == root) call check(all(gathered == [((1000 * (i / 2) + mod(i, 2) + 1, &
+      i = 2 * r, 2 * r + 1), r = 0, size - 1)]), 'gather')
+    call MPI_Gatherv(many, 2, MPI_INTEGER, gathered, counts, displs, MPI_INTEGER, root, comm IERR)
+    if (rank == root) call check(all(gathered == [((1000 * (i / 2) + mod(i, 2) + 1, &
+      i = 2 * r, 2 * r + 1), r = 0, size - 1)]), 'gatherv')
+    call MPI_Allgather(many, 2, MPI_INTEGER, gathered, 2, MPI_INTEGER, comm IERR)
+    call check(all(gathered == [((1000 * (i / 2) + mod(i, 2) + 1, i = 2 * r, 2 * r + 1), &
+      r = 0, size - 1)]), 'allgather')
+    call absorb(gathered)
+    call MPI_Allgatherv(many, 2, MPI_INTEGER, gathered, counts, displs, MPI_INTEGER, comm IERR)
+    call check(all(gathered == [((1000 * (i / 2) + mod(i, 2) + 1, i = 2 * r, 2 * r + 1), &
+      r = 0, size - 1)]), 'allgatherv')
+    call MPI_Alltoall(many, 2, MPI_INTEGER, gathered, 2, MPI_INTEGER, comm IERR)
+    call check(all(gathered == [((1000 * r + 2 * rank + i, i = 1, 2), r = 0, size - 1)]), &
+      'alltoall')
+    call absorb(gathered)
+    gathered = many
+    call MPI_Alltoall(MPI_IN_PLACE, 2, MPI_INTEGER, gathered, 2, MPI_INTEGER, comm IERR)
+    call check(all(gathered == [((1000 * r + 2 * rank + i, i = 1, 2), r = 0, size - 1)]), &
+      'alltoall in place')
+    call MPI_Alltoallv(many, counts, displs, MPI_INTEGER, gathered, counts, displs, &
+      MPI_INTEGER, comm IERR)
+    call check(all(gathered == [((1000 * r + 2 * rank + i, i = 1, 2), r = 0, size - 1)]), &
+      'alltoallv')
+    allocate (types(size))
+    types = MPI_INTEGER
+    call MPI_Alltoallw(many, counts, displs * 4, types, gathered, counts, displs * 4, types, &
+      comm IERR)
+    call check(all(gathered == [((1000 * r + 2 * rank + i, i = 1, 2), r = 0, size - 1)]), &
+      'alltoallw')
+    call absorb(gathered)
+  end subroutine
+
+  logical function all_equal(u, v)
+    double precision, intent(in) :: u(:), v(:)
+    all_equal = all(u == v)
+  end function
+
+#if defined(USE_F08)
+  ! in op inout = in: associative, not commutative; the result is the lowest rank's value.
+  subroutine keep_first(invec, inoutvec, len, datatype)
+    use, intrinsic :: iso_c_binding, only: c_ptr, c_f_pointer
+    type(c_ptr), value :: invec, inoutvec
+    integer :: len
+    type(MPI_Datatype) :: datatype
+    integer, pointer :: x(:), y(:)
+    call c_f_pointer(invec, x, [len])
+    call c_f_pointer(inoutvec, y, [len])
+    y = x
+  end subroutine
+#endif
+end module
+
+#if !defined(USE_F08)
+! in op inout = in: associative, not commutative; the result is the lowest rank's value.
+subroutine keep_first(invec, inoutvec, len, datatype)
+  integer :: len, datatype
+  integer :: invec(len), inoutvec(len)
+  inoutvec = invec
+end subroutine
+#endif
+
+program fortran_check
+  use checks
+  implicit none
+  integer :: rank
+  HANDLE(MPI_Comm) :: halves
+  call MPI_Init(IERR_ONLY)
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank IERR)
+  call check_all(MPI_COMM_WORLD)
+  call MPI_Comm_split(MPI_COMM_WORLD, mod(rank, 2), rank, halves IERR)
+  call check_all(halves)
+  call MPI_Comm_free(halves IERR)
+  print '(a, i0, a, z16.16, a, i0)', 'rank ', rank, ' digest ', digest, ' failures ', failures
+  call MPI_Finalize(IERR_ONLY)
+  if (failures > 0) stop 1
+end program
