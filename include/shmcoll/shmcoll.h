@@ -50,7 +50,9 @@ typedef enum shmcoll_dtype {
   SHMCOLL_LONG_INT,
   SHMCOLL_2INT,
   SHMCOLL_SHORT_INT,
-  SHMCOLL_LONG_DOUBLE_INT
+  SHMCOLL_LONG_DOUBLE_INT,
+  SHMCOLL_FLOAT_FLOAT,  /* MPI_2REAL */
+  SHMCOLL_DOUBLE_DOUBLE /* MPI_2DOUBLE_PRECISION */
 } shmcoll_dtype;
 
 /* An operation: one of the predefined ones below, or a handle from shmcoll_op_create. */

@@ -38,6 +38,15 @@ struct long_double_int {
   long double value;
   int index;
 };
+// Fortran's MPI_2REAL and MPI_2DOUBLE_PRECISION: the index is stored in the value's type.
+struct float_float {
+  float value;
+  float index;
+};
+struct double_double {
+  double value;
+  double index;
+};
 
 // IEEE binary16 and bfloat16, stored as their bits. Reductions compute in float per element and
 // round once (to nearest even) when they store the result.
@@ -79,8 +88,10 @@ enum class Dtype : int {
   int_int,
   short_int,
   long_double_int,
+  float_float,    // MPI_2REAL
+  double_double,  // MPI_2DOUBLE_PRECISION
 };
-inline constexpr int kDtypeCount = static_cast<int>(Dtype::long_double_int) + 1;
+inline constexpr int kDtypeCount = static_cast<int>(Dtype::double_double) + 1;
 
 constexpr bool is_valid_dtype(Dtype dtype) noexcept {
   return static_cast<unsigned>(dtype) < static_cast<unsigned>(kDtypeCount);
@@ -113,7 +124,9 @@ inline constexpr unsigned char kDtypeSizes[] = {1,
                                                 sizeof(long_int),
                                                 sizeof(int_int),
                                                 sizeof(short_int),
-                                                sizeof(long_double_int)};
+                                                sizeof(long_double_int),
+                                                sizeof(float_float),
+                                                sizeof(double_double)};
 [[noreturn]] SHMCOLL_API void throw_invalid_dtype(Dtype dtype);
 }  // namespace detail
 
@@ -162,6 +175,10 @@ constexpr Dtype dtype_of() {
     return Dtype::short_int;
   else if constexpr (std::is_same_v<T, long_double_int>)
     return Dtype::long_double_int;
+  else if constexpr (std::is_same_v<T, float_float>)
+    return Dtype::float_float;
+  else if constexpr (std::is_same_v<T, double_double>)
+    return Dtype::double_double;
   else
     static_assert(sizeof(T) == 0, "no shmcoll Dtype for this type");
 }
@@ -221,9 +238,13 @@ constexpr decltype(auto) visit_dtype(Dtype dtype, Fn&& fn) {
     case Dtype::short_int:
       return fn(short_int{});
     case Dtype::long_double_int:
+      return fn(long_double_int{});
+    case Dtype::float_float:
+      return fn(float_float{});
+    case Dtype::double_double:
       break;
   }
-  return fn(long_double_int{});
+  return fn(double_double{});
 }
 
 // A reduction operation: one of MPI's predefined operations, or a user function.

@@ -41,6 +41,7 @@ static_assert(SHMCOLL_ERR_TIMEOUT == static_cast<int>(shmcoll::Errc::timeout) &&
                   SHMCOLL_ERR_OUT_OF_MEMORY == static_cast<int>(shmcoll::Errc::out_of_memory),
               "shmcoll.h's error codes follow shmcoll::Errc");
 static_assert(SHMCOLL_LONG_DOUBLE_INT == static_cast<int>(shmcoll::Dtype::long_double_int) &&
+                  SHMCOLL_DOUBLE_DOUBLE == static_cast<int>(shmcoll::Dtype::double_double) &&
                   SHMCOLL_BYTE == static_cast<int>(shmcoll::Dtype::byte),
               "shmcoll_dtype and shmcoll::Dtype must keep the same numbers");
 static_assert(SHMCOLL_NO_OP == static_cast<int>(shmcoll::Op::no_op) &&

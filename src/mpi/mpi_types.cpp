@@ -76,7 +76,8 @@ const TypeTable& predefined_types() {
 }
 
 // Fortran's element types as the element type that holds the same bits in C (gfortran's: a
-// LOGICAL is a 4-byte integer, .true. is 1, as the logical operations make it). A type whose size
+// LOGICAL is a 4-byte integer, .true. is 1, as the logical operations make it; 2REAL and
+// 2DOUBLE_PRECISION are pairs whose index has the value's type). A type whose size
 // here differs (a compiler flag such as -fdefault-integer-8 when the MPI was built) or that the
 // MPI does not have (MPI_DATATYPE_NULL) is left out. Which operations apply is the MPI's to say
 // (reduction_of asks it), so the layer refuses exactly what the MPI refuses.
@@ -96,6 +97,8 @@ std::optional<Dtype> fortran_element_of(MPI_Datatype type) {
         {MPI_DOUBLE_COMPLEX, Dtype::complex_f64},
         {MPI_LOGICAL, Dtype::i32},
         {MPI_2INTEGER, Dtype::int_int},
+        {MPI_2REAL, Dtype::float_float},
+        {MPI_2DOUBLE_PRECISION, Dtype::double_double},
     };
     std::vector<std::pair<MPI_Datatype, Dtype>> usable;
     for (const auto& [handle, dtype] : candidates) {

@@ -198,7 +198,7 @@ struct Combine {
       // not branches, so the loop can vectorize.
       const bool a_wins = K == Op::maxloc ? b.value < a.value : a.value < b.value;
       const bool tie = a.value == b.value;
-      const int tie_index = a.index < b.index ? a.index : b.index;
+      const auto tie_index = a.index < b.index ? a.index : b.index;
       A result;
       result.value = a_wins || tie ? a.value : b.value;
       result.index = a_wins ? a.index : tie ? tie_index : b.index;

@@ -145,14 +145,15 @@ template <typename T>
 }  // namespace shmcoll::ops::kernels
 
 // The element types in three groups (one SIMD translation unit each): X(name, C++ type) for each.
-#define SHMCOLL_INTEGER_TYPES(X)                                                     \
-  X(i8, std::int8_t)                                                                 \
-  X(i16, std::int16_t)                                                               \
-  X(i32, std::int32_t)                                                               \
-  X(i64, std::int64_t)                                                               \
-  X(u8, std::uint8_t)                                                                \
-  X(u16, std::uint16_t) X(u32, std::uint32_t) X(u64, std::uint64_t) X(boolean, bool) \
-      X(character, char) X(wchar, wchar_t) X(byte, std::byte)
+#define SHMCOLL_INTEGER_TYPES(X)                                                  \
+  X(i8, std::int8_t)                                                              \
+  X(i16, std::int16_t)                                                            \
+  X(i32, std::int32_t)                                                            \
+  X(i64, std::int64_t)                                                            \
+  X(u8, std::uint8_t)                                                             \
+  X(u16, std::uint16_t)                                                           \
+  X(u32, std::uint32_t) X(u64, std::uint64_t) X(boolean, bool) X(character, char) \
+      X(wchar, wchar_t) X(byte, std::byte)
 #define SHMCOLL_FLOATING_TYPES(X) \
   X(f32, float)                   \
   X(f64, double)                  \
@@ -160,11 +161,13 @@ template <typename T>
   X(bf16, bfloat16)               \
   X(long_double, long double)     \
   X(complex_f32, std::complex<float>) X(complex_f64, std::complex<double>)
-#define SHMCOLL_PAIR_TYPES(X) \
-  X(float_int, float_int)     \
-  X(double_int, double_int)   \
-  X(long_int, long_int)       \
-  X(int_int, int_int) X(short_int, short_int) X(long_double_int, long_double_int)
+#define SHMCOLL_PAIR_TYPES(X)                                                             \
+  X(float_int, float_int)                                                                 \
+  X(double_int, double_int)                                                               \
+  X(long_int, long_int)                                                                   \
+  X(int_int, int_int)                                                                     \
+  X(short_int, short_int) X(long_double_int, long_double_int) X(float_float, float_float) \
+      X(double_double, double_double)
 #define SHMCOLL_ALL_TYPES(X) \
   SHMCOLL_INTEGER_TYPES(X) SHMCOLL_FLOATING_TYPES(X) SHMCOLL_PAIR_TYPES(X)
 

@@ -29,7 +29,8 @@ const char* dtype_name(Dtype dtype) {
       "u16",        "u32",      "u64",         "f32",         "f64",
       "f16",        "bf16",     "long_double", "complex_f32", "complex_f64",
       "bool",       "char",     "wchar",       "byte",        "float_int",
-      "double_int", "long_int", "2int",        "short_int",   "long_double_int"};
+      "double_int", "long_int", "2int",        "short_int",   "long_double_int",
+      "2float",     "2double"};
   static_assert(std::size(names) == kDtypeCount);
   return is_valid_dtype(dtype) ? names[static_cast<unsigned>(dtype)] : "?";
 }

@@ -1,7 +1,8 @@
 ! The MPI layer from Fortran: every collective the layer serves, on MPI_COMM_WORLD and on a split
-! communicator, with Fortran's types, MPI_IN_PLACE, LOGICAL and 2INTEGER with their ops and a
-! non-commutative user op, each result checked against a reference from the inputs. Each rank
-! prints a digest of its results, so runs with and without the layer compare (run_mpi_layer_test.sh).
+! communicator, with Fortran's types, MPI_IN_PLACE, LOGICAL, 2INTEGER and 2DOUBLE_PRECISION with
+! their ops and a non-commutative user op, each result checked against a reference from the
+! inputs. Each rank prints a digest of its results, so runs with and without the layer compare
+! (run_mpi_layer_test.sh).
 ! Built three ways from this file: -DUSE_F08 (use mpi_f08), -DUSE_MPIF_H (include 'mpif.h'),
 ! neither (use mpi).
 #if defined(USE_F08)
@@ -60,6 +61,7 @@ contains
     real :: s(n), t(n)
     logical :: l(n), every(n), want_all
     integer :: pairs(2, n), best(2, n)
+    double precision :: dpairs(2, n)
     HANDLE(MPI_Op) :: chain
     HANDLE(MPI_Datatype), allocatable :: types(:)
 #if !defined(USE_F08)
@@ -109,6 +111,15 @@ contains
       call check(best(1, i) == input(j, i) / 3 .and. best(2, i) == j, 'allreduce 2integer maxloc')
     end do
     call absorb(reshape(best, [2 * n]))
+    dpairs(1, :) = dble(a / 3)
+    dpairs(2, :) = dble(rank)
+    call MPI_Allreduce(MPI_IN_PLACE, dpairs, n, MPI_2DOUBLE_PRECISION, MPI_MINLOC, comm IERR)
+    do i = 1, n
+      j = minloc([(input(r, i) / 3, r = 0, size - 1)], 1) - 1
+      call check(dpairs(1, i) == dble(input(j, i) / 3) .and. dpairs(2, i) == dble(j), &
+        'allreduce 2double_precision minloc in place')
+    end do
+    call absorb(nint(reshape(dpairs, [2 * n])))
 
     ! reduce: REAL sum to the last rank; a non-commutative user op, in rank order
     s = real(a) * 0.5

@@ -1,6 +1,7 @@
 // Reductions on Fortran's element types, called from C (the layer serves them whoever calls):
 // INTEGER, INTEGER8, REAL, DOUBLE PRECISION, DOUBLE COMPLEX, LOGICAL with the logical operations
-// and 2INTEGER with MAXLOC, in place and not, each checked against a reference from the inputs.
+// and the pairs 2INTEGER, 2REAL and 2DOUBLE_PRECISION with MAXLOC/MINLOC, in place and not, each
+// checked against a reference from the inputs.
 // gfortran's layouts: INTEGER and LOGICAL are 4-byte ints (.true. is 1), REAL a float.
 #include <complex.h>
 #include <stdint.h>
@@ -106,4 +107,26 @@ void check_fortran_types(MPI_Comm comm) {
     CHECK(best[2 * i] == value && best[2 * i + 1] == where, "MPI_2INTEGER maxloc %d", i);
   }
   absorb(best, sizeof best);
+
+  // 2REAL with MINLOC and 2DOUBLE_PRECISION with MAXLOC: the index has the value's type.
+  float real_pairs[2 * kCount], real_best[2 * kCount];
+  double double_pairs[2 * kCount];
+  for (int i = 0; i < kCount; ++i) {
+    real_pairs[2 * i] = (float)(int_input(rank, i) / 3), real_pairs[2 * i + 1] = (float)rank;
+    double_pairs[2 * i] = int_input(rank, i) / 3, double_pairs[2 * i + 1] = rank;
+  }
+  MPI_Allreduce(real_pairs, real_best, kCount, MPI_2REAL, MPI_MINLOC, comm);
+  MPI_Allreduce(MPI_IN_PLACE, double_pairs, kCount, MPI_2DOUBLE_PRECISION, MPI_MAXLOC, comm);
+  for (int i = 0; i < kCount; ++i) {
+    int low = int_input(0, i) / 3, low_at = 0, high = low, high_at = 0;
+    for (int r = 1; r < size; ++r) {
+      if (int_input(r, i) / 3 < low) low = int_input(r, i) / 3, low_at = r;
+      if (int_input(r, i) / 3 > high) high = int_input(r, i) / 3, high_at = r;
+    }
+    CHECK(real_best[2 * i] == low && real_best[2 * i + 1] == low_at, "MPI_2REAL minloc %d", i);
+    CHECK(double_pairs[2 * i] == high && double_pairs[2 * i + 1] == high_at,
+          "MPI_2DOUBLE_PRECISION maxloc in place %d", i);
+  }
+  absorb(real_best, sizeof real_best);
+  absorb(double_pairs, sizeof double_pairs);
 }
