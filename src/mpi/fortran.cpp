@@ -30,17 +30,6 @@ void set_error(MPI_Fint* ierror, int result) {
   if (ierror) *ierror = result;  // optional in mpi_f08
 }
 
-// What the layer does beside the MPI's own set-up and tear-down.
-void note_thread_level() {
-  int provided = MPI_THREAD_SINGLE;
-  PMPI_Query_thread(&provided);
-  set_thread_level(provided);
-}
-void finalize_layer() {
-  print_statistics();
-  release_world_teams();
-}
-
 // Creates the op with the MPI's Fortran routine `name`, and remembers its function.
 void create_op(const char* name, MPI_User_function* function, MPI_Fint* commute, MPI_Fint* op,
                MPI_Fint* ierror) {

@@ -5,6 +5,17 @@
 
 using namespace shmcoll::mpi;
 
+void shmcoll::mpi::note_thread_level() {
+  int provided = MPI_THREAD_SINGLE;
+  PMPI_Query_thread(&provided);
+  set_thread_level(provided);
+}
+
+void shmcoll::mpi::finalize_layer() {
+  print_statistics();
+  release_world_teams();
+}
+
 extern "C" {
 
 // Lets a program (and its tests) see that the layer is loaded, and which version.
@@ -14,9 +25,7 @@ __attribute__((visibility("default"))) const char* shmcoll_mpi_layer_version(voi
 
 int MPI_Init(int* argc, char*** argv) {
   const int result = PMPI_Init(argc, argv);
-  int provided = MPI_THREAD_SINGLE;
-  PMPI_Query_thread(&provided);
-  set_thread_level(provided);
+  note_thread_level();
   return result;
 }
 
@@ -27,8 +36,7 @@ int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
 }
 
 int MPI_Finalize(void) {
-  print_statistics();
-  release_world_teams();
+  finalize_layer();
   return PMPI_Finalize();
 }
 

@@ -42,6 +42,10 @@ void release_world_teams();
 // SHMCOLL_MPI_DISABLE=1, or MPI_THREAD_MULTIPLE: every call is a plain PMPI call.
 bool layer_disabled();
 void set_thread_level(int provided);
+// What the layer does after the MPI's initialisation (from the thread level it provides) and
+// before its finalisation, whichever language's entry point the program called.
+void note_thread_level();
+void finalize_layer();
 
 // Predefined MPI element types as shmcoll ones; nullopt: not an element type shmcoll reduces.
 std::optional<Dtype> dtype_of(MPI_Datatype type);

@@ -200,14 +200,14 @@ std::shared_ptr<const Node> make_listed(const char* call,
   return builder.finish(pad_to_alignment);
 }
 
-std::shared_ptr<const Node> build_leaf(Dtype dtype) {
+Node build_leaf(Dtype dtype) {
   Node node;
   node.size = dtype_size(dtype);
   node.ub = node.true_ub = static_cast<std::int64_t>(node.size);
   node.alignment = alignment_of(dtype);
   node.element_type = dtype;
   node.element_count = 1;
-  return std::make_shared<const Node>(std::move(node));
+  return node;
 }
 
 // One leaf per element type, made once and never freed, so passing a Dtype where a Datatype is
@@ -218,7 +218,7 @@ const std::shared_ptr<const Node>& make_leaf(Dtype dtype) {
   static const auto leaves = [] {
     std::array<std::shared_ptr<const Node>, kDtypeCount> all;
     for (int d = 0; d < kDtypeCount; ++d) {
-      const Node* immortal = new Node(*build_leaf(static_cast<Dtype>(d)));
+      const Node* immortal = new Node(build_leaf(static_cast<Dtype>(d)));
       all[d] = std::shared_ptr<const Node>(std::shared_ptr<const Node>(), immortal);
     }
     return all;

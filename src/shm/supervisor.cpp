@@ -20,14 +20,14 @@ namespace shmcoll::shm {
 
 std::string MemberExit::describe(bool ended_team) const {
   std::string text = "rank " + std::to_string(rank) + " (pid " + std::to_string(pid) + ") ";
+  const char* name = signaled ? sigabbrev_np(value) : nullptr;
   if (ended_team && signaled && signaled_by_supervisor) {
     return text +
            "failed while it still ran (its peers found it late, with SHMCOLL_TIMEOUT, or in "
            "another call: their messages say which); the launcher then ended it with SIG" +
-           (sigabbrev_np(value) ? sigabbrev_np(value) : "?");
+           (name ? name : "?");
   }
   if (signaled) {
-    const char* name = sigabbrev_np(value);
     return text + "was killed by signal " + std::to_string(value) + " (SIG" + (name ? name : "?") +
            ")" + (signaled_by_supervisor ? ", sent by the launcher to end the job" : "");
   }
