@@ -5,7 +5,8 @@
  * "# samples BYTES t1 ... tN" (us, in order) that shmcoll-bench --vs reads.
  * With --single, a sample is one call after a barrier instead, on buffers fresh from calloc
  * (harness_method.h), as OSU and IMB measure.
- * Usage: mpi_coll_bench COLL SIZES [SAMPLES] [--vary-data] [--single], f32 and sum. COLL is any
+ * Usage: mpi_coll_bench COLL SIZES [SAMPLES] [--vary-data] [--single] [--char], f32 (--char:
+ * MPI_CHAR, OSU's default type) and sum. COLL is any
  * collective shmcoll-bench knows; SIZES follow its convention (OSU's): the vector for reductions,
  * including reduce_scatter, and the block per rank pair for scatter, gather, allgather and alltoall
  * and their v/w forms. --vary-data and the batch sizing: bench/harness_method.h. */
@@ -24,14 +25,16 @@ static int compare_doubles(const void* a, const void* b) {
 /* Per-rank counts and displacements for the v and w forms: every block the same. */
 static int *counts, *displs, *byte_displs, *block_counts;
 static MPI_Datatype* types;
+static MPI_Datatype element = MPI_FLOAT;
+static int element_bytes = sizeof(float);
 
 static void set_layout(int size, int count) {
   for (int i = 0; i < size; ++i) {
     counts[i] = count;
     displs[i] = i * count;
-    byte_displs[i] = i * count * (int)sizeof(float);
+    byte_displs[i] = i * count * element_bytes;
     block_counts[i] = count / size;
-    types[i] = MPI_FLOAT;
+    types[i] = element;
   }
 }
 
@@ -68,53 +71,53 @@ static enum Coll coll_of(const char* name) {
   return BARRIER;
 }
 
-static void call(enum Coll coll, float* send, float* recv, int count, int size) {
+static void call(enum Coll coll, void* send, void* recv, int count, int size) {
   MPI_Comm world = MPI_COMM_WORLD;
   switch (coll) {
     case ALLREDUCE:
-      MPI_Allreduce(send, recv, count, MPI_FLOAT, MPI_SUM, world);
+      MPI_Allreduce(send, recv, count, element, MPI_SUM, world);
       break;
     case REDUCE:
-      MPI_Reduce(send, recv, count, MPI_FLOAT, MPI_SUM, 0, world);
+      MPI_Reduce(send, recv, count, element, MPI_SUM, 0, world);
       break;
     case BCAST:
-      MPI_Bcast(recv, count, MPI_FLOAT, 0, world);
+      MPI_Bcast(recv, count, element, 0, world);
       break;
     case REDUCE_SCATTER:
-      MPI_Reduce_scatter(send, recv, block_counts, MPI_FLOAT, MPI_SUM, world);
+      MPI_Reduce_scatter(send, recv, block_counts, element, MPI_SUM, world);
       break;
     case REDUCE_SCATTER_BLOCK:
-      MPI_Reduce_scatter_block(send, recv, count / size, MPI_FLOAT, MPI_SUM, world);
+      MPI_Reduce_scatter_block(send, recv, count / size, element, MPI_SUM, world);
       break;
     case SCAN:
-      MPI_Scan(send, recv, count, MPI_FLOAT, MPI_SUM, world);
+      MPI_Scan(send, recv, count, element, MPI_SUM, world);
       break;
     case EXSCAN:
-      MPI_Exscan(send, recv, count, MPI_FLOAT, MPI_SUM, world);
+      MPI_Exscan(send, recv, count, element, MPI_SUM, world);
       break;
     case SCATTER:
-      MPI_Scatter(send, count, MPI_FLOAT, recv, count, MPI_FLOAT, 0, world);
+      MPI_Scatter(send, count, element, recv, count, element, 0, world);
       break;
     case SCATTERV:
-      MPI_Scatterv(send, counts, displs, MPI_FLOAT, recv, count, MPI_FLOAT, 0, world);
+      MPI_Scatterv(send, counts, displs, element, recv, count, element, 0, world);
       break;
     case GATHER:
-      MPI_Gather(send, count, MPI_FLOAT, recv, count, MPI_FLOAT, 0, world);
+      MPI_Gather(send, count, element, recv, count, element, 0, world);
       break;
     case GATHERV:
-      MPI_Gatherv(send, count, MPI_FLOAT, recv, counts, displs, MPI_FLOAT, 0, world);
+      MPI_Gatherv(send, count, element, recv, counts, displs, element, 0, world);
       break;
     case ALLGATHER:
-      MPI_Allgather(send, count, MPI_FLOAT, recv, count, MPI_FLOAT, world);
+      MPI_Allgather(send, count, element, recv, count, element, world);
       break;
     case ALLGATHERV:
-      MPI_Allgatherv(send, count, MPI_FLOAT, recv, counts, displs, MPI_FLOAT, world);
+      MPI_Allgatherv(send, count, element, recv, counts, displs, element, world);
       break;
     case ALLTOALL:
-      MPI_Alltoall(send, count, MPI_FLOAT, recv, count, MPI_FLOAT, world);
+      MPI_Alltoall(send, count, element, recv, count, element, world);
       break;
     case ALLTOALLV:
-      MPI_Alltoallv(send, counts, displs, MPI_FLOAT, recv, counts, displs, MPI_FLOAT, world);
+      MPI_Alltoallv(send, counts, displs, element, recv, counts, displs, element, world);
       break;
     case ALLTOALLW:
       MPI_Alltoallw(send, counts, byte_displs, types, recv, counts, byte_displs, types, world);
@@ -144,13 +147,16 @@ int main(int argc, char** argv) {
       vary = 1;
     else if (!strcmp(argv[a], "--single"))
       single = 1;
+    else if (!strcmp(argv[a], "--char"))
+      element = MPI_CHAR, element_bytes = 1;
     else
       unknown = 1;
   }
   const int samples = argc > 3 ? atoi(argv[3]) : 30;
   if (argc < 3 || samples < 1 || unknown) {
     if (rank == 0) {
-      fprintf(stderr, "usage: mpi_coll_bench COLL SIZES [SAMPLES] [--vary-data] [--single]\n");
+      fprintf(stderr,
+              "usage: mpi_coll_bench COLL SIZES [SAMPLES] [--vary-data] [--single] [--char]\n");
     }
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
@@ -165,7 +171,7 @@ int main(int argc, char** argv) {
   if (rank == 0) printf("%10s %12s %10s %10s\n", "bytes", "median_us", "min_us", "max_us");
   for (char* token = strtok(sizes, ","); token; token = strtok(NULL, ",")) {
     const size_t bytes = coll != BARRIER ? parse_size(token) : 0;
-    const int count = (int)(bytes / sizeof(float));
+    const int count = (int)(bytes / element_bytes);
     /* Room for a block per rank, in each of `slots` page-aligned slots; the batch method touches
      * every byte before timing, each slot with different values, the single-call method none. */
     const size_t buffer_bytes = bytes * size, stride = vary_slot_stride(buffer_bytes);
@@ -175,16 +181,21 @@ int main(int argc, char** argv) {
     char* recv =
         single ? calloc(stride * slots + 1, 1) : aligned_alloc(VARY_PAGE_BYTES, stride * slots);
     for (size_t slot = 0; slot < slots && !single; ++slot) {
-      float* s = (float*)(send + slot * stride);
-      for (long i = 0; i < (long)count * size; ++i) s[i] = (float)((i + slot) % 7);
+      char* s = send + slot * stride;
+      for (long i = 0; i < (long)count * size; ++i) {
+        if (element_bytes == 1)
+          s[i] = (char)((i + slot) % 7);
+        else
+          ((float*)s)[i] = (float)((i + slot) % 7);
+      }
       memset(recv + slot * stride, 0, buffer_bytes);
     }
     set_layout(size, count);
     size_t next = 0; /* the slot the next call uses */
-#define CALL()                                                                               \
-  do {                                                                                       \
-    call(coll, (float*)(send + next * stride), (float*)(recv + next * stride), count, size); \
-    next = next + 1 == slots ? 0 : next + 1;                                                 \
+#define CALL()                                                           \
+  do {                                                                   \
+    call(coll, send + next * stride, recv + next * stride, count, size); \
+    next = next + 1 == slots ? 0 : next + 1;                             \
   } while (0)
     for (int i = 0; i < WARMUP_CALLS; ++i) CALL();
     if (single) {

@@ -20,7 +20,8 @@ std::vector<EnvironmentVariable> environment_variables() {
        "launcher"},
       {kMpiDisableEnv, "0", "1 makes every MPI collective a plain PMPI call", "MPI layer"},
       {kMpiVerboseEnv, "0",
-       "1 prints per-collective calls, bytes and time through shmcoll and PMPI at MPI_Finalize",
+       "1 prints per-collective calls, bytes and time through shmcoll and PMPI, and why calls went "
+       "to PMPI, at MPI_Finalize",
        "MPI layer"},
       {kMpiMaxTeamsEnv, "16",
        "most communicator teams alive per process; later communicators use PMPI", "MPI layer"},

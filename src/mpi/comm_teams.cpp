@@ -25,6 +25,7 @@ namespace {
 struct CachedTeam {
   std::optional<Team> team;
   std::unique_ptr<NodeHierarchy> spanning;
+  PmpiReason why_pmpi = PmpiReason::unexplained;  // when it holds neither
   bool holds_team() const { return team || spanning; }
 };
 
@@ -76,7 +77,10 @@ void create_team(MPI_Comm comm, CachedTeam& cached) {
   // Everyone must agree to try: the cap counts this process's teams, which differ by rank.
   int willing = teams_alive < team_cap() ? 1 : 0, all_willing = 0;
   PMPI_Allreduce(&willing, &all_willing, 1, MPI_INT, MPI_MIN, comm);
-  if (!all_willing) return;
+  if (!all_willing) {
+    cached.why_pmpi = PmpiReason::team_cap;
+    return;
+  }
 
   MPI_Comm node = split_by_node(comm);
   int size = 0, node_size = 0, rank = 0;
@@ -100,11 +104,16 @@ void create_team(MPI_Comm comm, CachedTeam& cached) {
   if (!all_joined) {
     cached.team.reset();
     cached.spanning.reset();
+    cached.why_pmpi = PmpiReason::no_team;
   }
 }
 
 CachedTeam* cached_of(MPI_Comm comm) {
-  if (layer_disabled() || comm == MPI_COMM_NULL) return nullptr;
+  if (layer_disabled()) return nullptr;
+  if (comm == MPI_COMM_NULL) {
+    note_pmpi_reason(PmpiReason::null_handle);
+    return nullptr;
+  }
   if (keyval == MPI_KEYVAL_INVALID) {
     PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_cached, &keyval, nullptr);
   }
@@ -115,6 +124,7 @@ CachedTeam* cached_of(MPI_Comm comm) {
   auto* cached = new CachedTeam;
   int inter = 0;
   PMPI_Comm_test_inter(comm, &inter);
+  if (inter) cached->why_pmpi = PmpiReason::intercommunicator;
   if (!inter) create_team(comm, *cached);
   if (cached->holds_team()) ++teams_alive;
   PMPI_Comm_set_attr(comm, keyval, cached);
@@ -126,7 +136,11 @@ CachedTeam* cached_of(MPI_Comm comm) {
 bool layer_disabled() {
   static const bool disabled = env_int(detail::kMpiDisableEnv, 0) != 0;
   // Concurrent collectives on one communicator from several threads cannot share its rounds.
-  return disabled || thread_level == MPI_THREAD_MULTIPLE;
+  const bool multiple = thread_level == MPI_THREAD_MULTIPLE;
+  if (disabled || multiple) {
+    note_pmpi_reason(disabled ? PmpiReason::layer_off : PmpiReason::thread_multiple);
+  }
+  return disabled || multiple;
 }
 
 void set_thread_level(int provided) {
@@ -192,9 +206,17 @@ Route route_of(MPI_Comm comm) {
   if (cached->holds_team() && (cached->team ? cached->team->ended() : cached->spanning->ended())) {
     cached->team.reset();
     cached->spanning.reset();
+    cached->why_pmpi = PmpiReason::team_ended;
     --teams_alive;
   }
+  if (!cached->holds_team()) note_pmpi_reason(cached->why_pmpi);
   return {cached->team ? &*cached->team : nullptr, cached->spanning.get()};
+}
+
+Team* one_node_team(MPI_Comm comm) {
+  const Route route = route_of(comm);
+  if (route.nodes) note_pmpi_reason(PmpiReason::spans_nodes);
+  return route.team;
 }
 
 WaitCounts world_wait_counts() {

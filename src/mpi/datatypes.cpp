@@ -144,7 +144,10 @@ std::vector<std::int64_t>& wide_array(int n, int slot) {
 }  // namespace
 
 const Datatype* datatype_of(MPI_Datatype type) {
-  if (type == MPI_DATATYPE_NULL) return nullptr;
+  if (type == MPI_DATATYPE_NULL) {
+    note_pmpi_reason(PmpiReason::null_handle);
+    return nullptr;
+  }
   auto& types = decoded_types();
   auto found = types.find(type);
   if (found == types.end()) {
@@ -152,6 +155,7 @@ const Datatype* datatype_of(MPI_Datatype type) {
     if (!made) made = probe_datatype(type);  // (committed: a collective's types are)
     found = types.emplace(type, std::move(made)).first;
   }
+  if (!found->second) note_pmpi_reason(PmpiReason::datatype_unknown);
   return found->second ? &*found->second : nullptr;
 }
 

@@ -53,6 +53,7 @@ int MPI_Op_free(MPI_Op* op) {
 
 int MPI_Type_free(MPI_Datatype* type) {
   forget_datatype(*type);
+  forget_reductions_on(*type);
   return PMPI_Type_free(type);
 }
 

@@ -30,6 +30,9 @@ struct Route {
   int size() const;
 };
 Route route_of(MPI_Comm comm);
+// route_of(comm).team, for the collectives that run on one node's team only (on a communicator
+// spanning nodes they go to PMPI, and the verbose table says so).
+Team* one_node_team(MPI_Comm comm);
 // Joins a shmcoll team of all of `comm`'s members (collective on `comm`; the segment name goes
 // out with PMPI_Bcast). Throws shmcoll::Error when this rank cannot join.
 Team join_node_team(MPI_Comm comm);
@@ -39,7 +42,8 @@ WaitCounts world_wait_counts();
 // Frees what team_of cached on MPI_COMM_WORLD and MPI_COMM_SELF (their attributes are not
 // deleted by MPI_Finalize in every MPI).
 void release_world_teams();
-// SHMCOLL_MPI_DISABLE=1, or MPI_THREAD_MULTIPLE: every call is a plain PMPI call.
+// SHMCOLL_MPI_DISABLE=1, or MPI_THREAD_MULTIPLE: every call is a plain PMPI call (noted as the
+// call's reason).
 bool layer_disabled();
 void set_thread_level(int provided);
 // What the layer does after the MPI's initialisation (from the thread level it provides) and
@@ -76,6 +80,8 @@ void remember_user_op(MPI_Op op, MPI_User_function* function, bool commutative);
 // A user op created in Fortran: its function takes the datatype as a Fortran handle.
 void remember_fortran_user_op(MPI_Op op, MPI_User_function* function, bool commutative);
 void forget_user_op(MPI_Op op);
+// Forgets what was learnt about reductions on `type` (before MPI_Type_free releases the handle).
+void forget_reductions_on(MPI_Datatype type);
 
 // A shmcoll error as an MPI error code, raised through the communicator's error handler.
 int raise_error(MPI_Comm comm, const Error& error);
@@ -102,6 +108,28 @@ std::span<const std::int64_t> repeat(std::int64_t value, int n, int slot);
 // decoded.
 std::optional<std::span<const Datatype>> datatypes_of(const MPI_Datatype* types, const int* counts,
                                                       int n, int slot);
+
+// Why a call went to PMPI, for SHMCOLL_MPI_VERBOSE's table: noted where the path is decided
+// (route_of, datatype_of, reduction_of, the intercepted call), read when the call ends in PMPI.
+enum class PmpiReason : unsigned char {
+  unexplained,
+  null_handle,         // MPI_COMM_NULL, MPI_DATATYPE_NULL: the MPI reports the error
+  layer_off,           // SHMCOLL_MPI_DISABLE=1
+  thread_multiple,     // the program asked for MPI_THREAD_MULTIPLE
+  intercommunicator,   //
+  team_cap,            // SHMCOLL_MPI_MAX_TEAMS communicators already hold a team
+  no_team,             // a member could not join (too little /dev/shm, ...), said on stderr
+  team_ended,          // a mismatched call or a dead peer ended the communicator's team
+  spans_nodes,         // the collective runs on one node's team only
+  order_across_nodes,  // a non-commutative op over nodes that do not hold rank ranges in order
+  datatype_unknown,    // a datatype that could be neither decoded nor probed
+  op_refused,          // the MPI itself refuses the op on the datatype (it reports the error)
+  derived_type,        // a predefined op on a derived datatype, which the MPI refuses
+  user_op_derived,     // a user op on a derived datatype: it must see the caller's layout
+  not_reducible,       // a datatype shmcoll has no element type for (MPI_PACKED, ...)
+  count
+};
+void note_pmpi_reason(PmpiReason reason);
 
 // SHMCOLL_MPI_VERBOSE=1: per collective, calls and bytes through shmcoll and through PMPI, and
 // time spent; printed at MPI_Finalize by rank 0 of MPI_COMM_WORLD. One row per collective

@@ -31,7 +31,7 @@ std::optional<int> block_per_rank(BlockPerRank collective, const char* name, Cal
                                   const void* sendbuf, int sendcount, MPI_Datatype sendtype,
                                   void* recvbuf, int recvcount, MPI_Datatype recvtype,
                                   MPI_Comm comm) {
-  Team* team = route_of(comm).team;
+  Team* team = one_node_team(comm);
   if (!team) return std::nullopt;
   const Datatype* send_type = type_if(sendbuf != MPI_IN_PLACE, sendtype);
   const Datatype* recv_type = datatype_of(recvtype);
@@ -51,7 +51,7 @@ extern "C" {
 int MPI_Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
   CallTimer timer(Collective::scatter);
-  if (Team* team = route_of(comm).team) {
+  if (Team* team = one_node_team(comm)) {
     const bool at_root = team->rank() == root;
     const bool keeps_own = at_root && recvbuf == MPI_IN_PLACE;
     const Datatype* send_type = type_if(at_root, sendtype);
@@ -75,7 +75,7 @@ int MPI_Scatterv(const void* sendbuf, const int sendcounts[], const int displs[]
                  MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
                  int root, MPI_Comm comm) {
   CallTimer timer(Collective::scatterv);
-  if (Team* team = route_of(comm).team) {
+  if (Team* team = one_node_team(comm)) {
     const bool at_root = team->rank() == root;
     const bool keeps_own = at_root && recvbuf == MPI_IN_PLACE;
     const Datatype* send_type = type_if(at_root, sendtype);
@@ -100,7 +100,7 @@ int MPI_Scatterv(const void* sendbuf, const int sendcounts[], const int displs[]
 int MPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
   CallTimer timer(Collective::gather);
-  if (Team* team = route_of(comm).team) {
+  if (Team* team = one_node_team(comm)) {
     const bool at_root = team->rank() == root;
     const Datatype* send_type = type_if(sendbuf != MPI_IN_PLACE, sendtype);
     const Datatype* recv_type = type_if(at_root, recvtype);
@@ -123,7 +123,7 @@ int MPI_Gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void*
                 const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
                 MPI_Comm comm) {
   CallTimer timer(Collective::gatherv);
-  if (Team* team = route_of(comm).team) {
+  if (Team* team = one_node_team(comm)) {
     const bool at_root = team->rank() == root;
     const Datatype* send_type = type_if(sendbuf != MPI_IN_PLACE, sendtype);
     const Datatype* recv_type = type_if(at_root, recvtype);
@@ -158,7 +158,7 @@ int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, vo
                    const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                    MPI_Comm comm) {
   CallTimer timer(Collective::allgatherv);
-  if (Team* team = route_of(comm).team) {
+  if (Team* team = one_node_team(comm)) {
     const Datatype* send_type = type_if(sendbuf != MPI_IN_PLACE, sendtype);
     const Datatype* recv_type = datatype_of(recvtype);
     if (send_type && recv_type) {
@@ -191,7 +191,7 @@ int MPI_Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls
                   MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],
                   MPI_Datatype recvtype, MPI_Comm comm) {
   CallTimer timer(Collective::alltoallv);
-  if (Team* team = route_of(comm).team) {
+  if (Team* team = one_node_team(comm)) {
     const bool sends = sendbuf != MPI_IN_PLACE;
     const Datatype* send_type = type_if(sends, sendtype);
     const Datatype* recv_type = datatype_of(recvtype);
@@ -218,7 +218,7 @@ int MPI_Alltoallw(const void* sendbuf, const int sendcounts[], const int sdispls
                   const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
                   const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) {
   CallTimer timer(Collective::alltoallw);
-  if (Team* team = route_of(comm).team) {
+  if (Team* team = one_node_team(comm)) {
     const int size = team->size();
     const bool sends = sendbuf != MPI_IN_PLACE;
     Arguments arguments("MPI_Alltoallw", size);

@@ -2,12 +2,10 @@
 // called with the caller's MPI type, and shmcoll errors as MPI error codes.
 #include <cstdio>
 #include <map>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "mpi/layer.hpp"
-#include "ops/reduce.hpp"
 
 namespace shmcoll::mpi {
 
@@ -136,8 +134,7 @@ std::optional<Op> op_of(MPI_Op op, MPI_Datatype type, Dtype dtype) {
   for (const auto& [handle, kind] : predefined) {
     // An op MPI does not define on the type goes to PMPI, which reports it in MPI's words.
     if (handle == op) {
-      return ops::op_undefined_reason(Op(kind), dtype).empty() ? std::optional<Op>(kind)
-                                                               : std::nullopt;
+      return op_defined_on(Op(kind), dtype) ? std::optional<Op>(kind) : std::nullopt;
     }
   }
   const auto user = user_ops().find(op);
@@ -166,54 +163,116 @@ std::optional<Op> op_of(MPI_Op op, MPI_Datatype type, Dtype dtype) {
   return found->second;
 }
 
-// Whether the MPI underneath accepts `op` on `type` (a one-element PMPI_Reduce_local with errors
-// returned, not raised), asked once per pair. Every rank runs the same MPI, so every rank gets
-// the same answer and takes the same path.
-bool mpi_accepts(MPI_Datatype type, MPI_Op op) {
+// Answers asked of the MPI once per (type, op), forgotten with the type (a freed handle may come
+// back as another type).
+std::map<std::pair<MPI_Datatype, MPI_Op>, bool>& accepted_pairs() {
   static std::map<std::pair<MPI_Datatype, MPI_Op>, bool> answers;
-  const auto [found, asked_before] = answers.try_emplace({type, op}, false);
-  if (!asked_before) return found->second;
+  return answers;
+}
+std::map<MPI_Datatype, Dtype>& byte_arithmetic_types() {
+  static std::map<MPI_Datatype, Dtype> types;
+  return types;
+}
+
+// Runs a one-element PMPI_Reduce_local of `type` with `op` on `in` and `inout` (at least the
+// type's true extent), with errors returned, not raised. Returns whether the MPI accepted it.
+bool reduce_local_returning(const void* in, void* inout, MPI_Datatype type, MPI_Op op) {
   // Where a call without a communicator reports its errors differs between MPI versions.
   MPI_Errhandler world = MPI_ERRHANDLER_NULL, self = MPI_ERRHANDLER_NULL;
   PMPI_Comm_get_errhandler(MPI_COMM_WORLD, &world);
   PMPI_Comm_get_errhandler(MPI_COMM_SELF, &self);
   PMPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   PMPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
-  alignas(16) unsigned char in[64] = {}, inout[64] = {};
-  found->second = PMPI_Reduce_local(in, inout, 1, type, op) == MPI_SUCCESS;
+  const bool accepted = PMPI_Reduce_local(in, inout, 1, type, op) == MPI_SUCCESS;
   PMPI_Comm_set_errhandler(MPI_COMM_WORLD, world);
   PMPI_Comm_set_errhandler(MPI_COMM_SELF, self);
   PMPI_Errhandler_free(&world);
   PMPI_Errhandler_free(&self);
+  return accepted;
+}
+
+// Whether the MPI underneath accepts `op` on `type` (a one-element PMPI_Reduce_local of zeros),
+// asked once per pair. Every rank runs the same MPI with the same type, so every rank gets the
+// same answer and takes the same path.
+bool mpi_accepts(MPI_Datatype type, MPI_Op op) {
+  const auto [found, first_time] = accepted_pairs().try_emplace({type, op}, false);
+  if (!first_time) return found->second;
+  MPI_Aint true_lb = 0, true_extent = 0;
+  PMPI_Type_get_true_extent(type, &true_lb, &true_extent);
+  if (true_extent < 0 || true_extent > (MPI_Aint{1} << 20)) return false;  // not asked: PMPI
+  std::vector<std::max_align_t> in(static_cast<std::size_t>(true_extent) / 16 + 1);
+  std::vector<std::max_align_t> inout(in.size());
+  auto at = [&](auto& buffer) { return reinterpret_cast<char*>(buffer.data()) - true_lb; };
+  found->second = reduce_local_returning(at(in), at(inout), type, op);
   return found->second;
+}
+
+// One-byte types the standard gives no arithmetic (MPI_CHAR, MPI_CHARACTER, MPI_BYTE) but an MPI
+// may accept it on: reduced as 1-byte integers, wrapping as C does, and compared signed or not as
+// the MPI compares them (asked once: the larger of 0x80 and 0x01). Open MPI compares MPI_CHARACTER
+// unsigned, MPICH signed; both compare MPI_CHAR as x86-64's signed char.
+bool is_untyped_byte(MPI_Datatype type) {
+  return type == MPI_CHAR || type == MPI_BYTE ||
+         (type == MPI_CHARACTER && type != MPI_DATATYPE_NULL);
+}
+Dtype byte_arithmetic_of(MPI_Datatype type) {
+  const auto [found, first_time] = byte_arithmetic_types().try_emplace(type, Dtype::i8);
+  if (first_time) {
+    const unsigned char in = 0x80;
+    unsigned char inout = 0x01;
+    if (reduce_local_returning(&in, &inout, type, MPI_MAX) && inout == 0x80) {
+      found->second = Dtype::u8;
+    }
+  }
+  return found->second;
+}
+
+std::optional<Reduction> refused(PmpiReason reason) {
+  note_pmpi_reason(reason);
+  return std::nullopt;
 }
 
 }  // namespace
 
 std::optional<Reduction> reduction_of(MPI_Datatype type, MPI_Op op) {
-  // Derived types go to PMPI: the standard defines predefined ops on predefined types only
-  // (Open MPI rejects the rest, MPICH extends), and a user op must see whole elements of the
-  // caller's type, which shmcoll's chunks do not promise.
   auto as = [&](Dtype dtype) -> std::optional<Reduction> {
     if (auto shm_op = op_of(op, type, dtype)) return Reduction{dtype, *shm_op};
-    return std::nullopt;
+    return refused(PmpiReason::op_refused);
   };
   if (const auto dtype = dtype_of(type)) {
-    if (auto served = as(*dtype)) return served;
-    // MPI_CHAR has no operations in the standard, but both MPIs accept the arithmetic ones as C
-    // char arithmetic, and it is OSU's default type: served with C's meaning (wrapping, signed or
-    // not as char is here) where the MPI accepts the op.
-    if (*dtype == Dtype::character && mpi_accepts(type, op)) {
-      return as(std::is_signed_v<char> ? Dtype::i8 : Dtype::u8);
-    }
-    return std::nullopt;
+    if (auto served = op_of(op, type, *dtype)) return Reduction{*dtype, *served};
+    if (is_untyped_byte(type) && mpi_accepts(type, op)) return as(byte_arithmetic_of(type));
+    return refused(PmpiReason::op_refused);
   }
+  const bool user_op = user_ops().contains(op);
   // Fortran's types, from C or Fortran callers alike: reduced as the C type of the same bits,
   // with the operations the MPI accepts on them (a user op takes any type, and asking the MPI
   // would call the user's function).
-  const auto fortran = fortran_element_of(type);
-  if (fortran && (user_ops().contains(op) || mpi_accepts(type, op))) return as(*fortran);
-  return std::nullopt;
+  if (const auto fortran = fortran_element_of(type)) {
+    if (user_op || mpi_accepts(type, op)) return as(*fortran);
+    return refused(PmpiReason::op_refused);
+  }
+  if (is_untyped_byte(type)) {  // MPI_CHARACTER
+    if (user_op) return as(Dtype::byte);
+    if (mpi_accepts(type, op)) return as(byte_arithmetic_of(type));
+    return refused(PmpiReason::op_refused);
+  }
+  // Derived types go to PMPI. A user op must see whole elements in the caller's layout, which
+  // shmcoll's chunks do not promise. The predefined ops are defined on predefined types only:
+  // Open MPI 4.1 and MPICH 4.0 refuse them on derived ones, even a contiguous run of floats with
+  // MPI_SUM, and report the error in their own words.
+  if (type == MPI_DATATYPE_NULL) return refused(PmpiReason::null_handle);
+  int envelope[3], combiner = MPI_COMBINER_NAMED;
+  PMPI_Type_get_envelope(type, &envelope[0], &envelope[1], &envelope[2], &combiner);
+  if (combiner == MPI_COMBINER_NAMED) return refused(PmpiReason::not_reducible);
+  if (user_op) return refused(PmpiReason::user_op_derived);
+  return refused(mpi_accepts(type, op) ? PmpiReason::derived_type : PmpiReason::op_refused);
+}
+
+void forget_reductions_on(MPI_Datatype type) {
+  std::erase_if(accepted_pairs(), [type](const auto& entry) { return entry.first.first == type; });
+  std::erase_if(bound_user_ops(), [type](const auto& entry) { return entry.first.second == type; });
+  byte_arithmetic_types().erase(type);
 }
 
 void remember_user_op(MPI_Op op, MPI_User_function* function, bool commutative) {

@@ -16,7 +16,7 @@ namespace {
 using Prefix = void (Team::*)(const void*, void*, std::int64_t, shmcoll::Dtype, const shmcoll::Op&);
 std::optional<int> prefix(Prefix collective, CallTimer& timer, const void* sendbuf, void* recvbuf,
                           int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
-  Team* team = route_of(comm).team;
+  Team* team = one_node_team(comm);
   const auto reduction = team ? reduction_of(type, op) : std::nullopt;
   if (!reduction) return std::nullopt;
   Arguments arguments("a prefix reduction", team->size());
@@ -80,6 +80,7 @@ int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
       route.nodes->reduce(sendbuf, recvbuf, count, type, op, *reduction, root);
     });
   }
+  if (reduction && route.nodes) note_pmpi_reason(PmpiReason::order_across_nodes);
   return PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm);
 }
 
@@ -102,13 +103,14 @@ int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype ty
       route.nodes->allreduce(sendbuf, recvbuf, count, type, op, *reduction);
     });
   }
+  if (reduction && route.nodes) note_pmpi_reason(PmpiReason::order_across_nodes);
   return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
 }
 
 int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
                        MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
   CallTimer timer(Collective::reduce_scatter);
-  Team* team = route_of(comm).team;
+  Team* team = one_node_team(comm);
   const auto reduction = team ? reduction_of(type, op) : std::nullopt;
   if (reduction) {
     Arguments arguments("MPI_Reduce_scatter", team->size());
@@ -125,7 +127,7 @@ int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[
 int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype type,
                              MPI_Op op, MPI_Comm comm) {
   CallTimer timer(Collective::reduce_scatter_block);
-  Team* team = route_of(comm).team;
+  Team* team = one_node_team(comm);
   const auto reduction = team ? reduction_of(type, op) : std::nullopt;
   if (reduction) {
     Arguments arguments("MPI_Reduce_scatter_block", team->size());

@@ -16,9 +16,49 @@ struct Tally {
 };
 struct Row {
   Tally shmcoll, pmpi, failed;
+  long pmpi_because[static_cast<int>(PmpiReason::count)] = {};
 };
 
 Row rows[kStatisticsRows];
+PmpiReason pending_reason = PmpiReason::unexplained;  // the current call's (the layer is off
+                                                      // under MPI_THREAD_MULTIPLE)
+
+const char* reason_text(PmpiReason reason) {
+  switch (reason) {
+    case PmpiReason::null_handle:
+      return "a null handle (the MPI reports the error)";
+    case PmpiReason::layer_off:
+      return "the layer is off (SHMCOLL_MPI_DISABLE)";
+    case PmpiReason::thread_multiple:
+      return "the program runs at MPI_THREAD_MULTIPLE";
+    case PmpiReason::intercommunicator:
+      return "an intercommunicator";
+    case PmpiReason::team_cap:
+      return "SHMCOLL_MPI_MAX_TEAMS communicators already had a team when this one was first used";
+    case PmpiReason::no_team:
+      return "a member could not join a team (said on stderr)";
+    case PmpiReason::team_ended:
+      return "the communicator's team ended (a mismatch or dead peer)";
+    case PmpiReason::spans_nodes:
+      return "the communicator spans nodes (node by node: barrier, bcast, reduce, allreduce)";
+    case PmpiReason::order_across_nodes:
+      return "a non-commutative op across nodes that do not hold their ranks in order";
+    case PmpiReason::datatype_unknown:
+      return "a datatype the layer could not decode";
+    case PmpiReason::op_refused:
+      return "an op the MPI does not define on the datatype";
+    case PmpiReason::derived_type:
+      return "a predefined op on a derived datatype";
+    case PmpiReason::user_op_derived:
+      return "a user op on a derived datatype";
+    case PmpiReason::not_reducible:
+      return "a datatype with no element type to reduce";
+    case PmpiReason::unexplained:
+    case PmpiReason::count:
+      break;
+  }
+  return "unexplained";
+}
 
 bool verbose() {
   static const bool on = [] {
@@ -34,8 +74,14 @@ const char* row_name(int row) {
 
 }  // namespace
 
+void note_pmpi_reason(PmpiReason reason) {
+  pending_reason = reason;
+}
+
 CallTimer::CallTimer(int row) : row_(row) {
-  if (verbose()) start_ = std::chrono::steady_clock::now();
+  if (!verbose()) return;
+  pending_reason = PmpiReason::unexplained;
+  start_ = std::chrono::steady_clock::now();
 }
 
 CallTimer::~CallTimer() {
@@ -46,6 +92,7 @@ CallTimer::~CallTimer() {
                  : outcome_ == Outcome::failed ? row.failed
                                                : row.pmpi;
   ++tally.calls;
+  if (outcome_ == Outcome::pmpi) ++row.pmpi_because[static_cast<int>(pending_reason)];
   tally.bytes += static_cast<long>(bytes_);
   tally.seconds += took.count();
 }
@@ -55,9 +102,11 @@ void print_statistics() {
   int rank = 0;
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   if (rank != 0) return;
-  std::fprintf(stderr,
-               "shmcoll MPI layer, rank 0: collective, calls through shmcoll / PMPI / failed in "
-               "shmcoll, bytes through shmcoll, time in shmcoll and PMPI (s)\n");
+  std::fprintf(
+      stderr,
+      "shmcoll MPI layer, rank 0: collective, calls through shmcoll / PMPI / failed in "
+      "shmcoll, bytes through shmcoll, time in shmcoll and PMPI (s); below a row, why its calls "
+      "went to PMPI\n");
   for (int which = 0; which < kStatisticsRows; ++which) {
     const Row& row = rows[which];
     if (row.shmcoll.calls + row.pmpi.calls + row.failed.calls == 0) continue;
@@ -66,6 +115,11 @@ void print_statistics() {
         "shmcoll:   %-20s shmcoll %8ld  pmpi %8ld  failed %4ld  bytes %12ld  time %.6f / %.6f\n",
         row_name(which), row.shmcoll.calls, row.pmpi.calls, row.failed.calls, row.shmcoll.bytes,
         row.shmcoll.seconds, row.pmpi.seconds);
+    for (int reason = 0; reason < static_cast<int>(PmpiReason::count); ++reason) {
+      if (row.pmpi_because[reason] == 0) continue;
+      std::fprintf(stderr, "shmcoll:     - %ld to PMPI: %s\n", row.pmpi_because[reason],
+                   reason_text(static_cast<PmpiReason>(reason)));
+    }
   }
   const WaitCounts waits = world_wait_counts();
   std::fprintf(stderr,

@@ -14,6 +14,8 @@ extern const char* shmcoll_mpi_layer_version(void) __attribute__((weak));
 // Whether the layer runs every collective of this run itself: loaded, and not on pretend nodes
 // (there, all but barrier, bcast, reduce and allreduce go to the MPI underneath).
 int layer_serves_every_call(void);
+// The class of an MPI error code (MPI_SUCCESS for success).
+int error_class(int rc);
 
 #define CHECK(cond, ...)                                    \
   do {                                                      \
@@ -38,5 +40,7 @@ void check_movement(MPI_Comm comm);
 void check_mixed_type_maps(MPI_Comm comm);
 // Reductions on Fortran's element types (INTEGER, REAL, LOGICAL ...), from C.
 void check_fortran_types(MPI_Comm comm);
+// Reductions on one-byte types beyond the standard's table, and on what the MPIs refuse.
+void check_byte_types(MPI_Comm comm);
 // Reduce_scatter(_block), scan and exscan, in place and not, with a non-commutative op.
 void check_prefix_and_scatter_reductions(MPI_Comm comm);

@@ -220,37 +220,6 @@ static void check_other_types(MPI_Comm comm) {
     absorb(&out[i].index, sizeof(int));
   }
 
-  // MPI_CHAR with MPI_SUM and MPI_MAX: not in the standard's table, accepted by both MPIs as C
-  // char arithmetic, and OSU's default type.
-  char letters[40], totals[40];
-  for (int i = 0; i < 40; ++i) letters[i] = (char)((rank + i) % 3);
-  MPI_Allreduce(letters, totals, 40, MPI_CHAR, MPI_SUM, comm);
-  for (int i = 0; i < 40; ++i) {
-    int want = 0;
-    for (int r = 0; r < size; ++r) want += (r + i) % 3;
-    CHECK(totals[i] == (char)want, "MPI_CHAR sum %d", i);
-  }
-  absorb(totals, sizeof totals);
-  MPI_Reduce(letters, totals, 40, MPI_CHAR, MPI_MAX, size - 1, comm);
-  if (rank == size - 1) {
-    for (int i = 0; i < 40; ++i) {
-      int want = 0;
-      for (int r = 0; r < size; ++r) want = (r + i) % 3 > want ? (r + i) % 3 : want;
-      CHECK(totals[i] == (char)want, "MPI_CHAR max %d", i);
-    }
-    absorb(totals, sizeof totals);
-  }
-  // Overflowing sums wrap as C's char arithmetic does (with the layer only: Open MPI's op/avx may
-  // saturate 8-bit sums, its issue 8045). Not on pretend nodes: there the step between nodes is
-  // the MPI's own reduction among the node leaders.
-  const char* fake_nodes = getenv("SHMCOLL_MPI_FAKE_NODES");
-  if (shmcoll_mpi_layer_version && !(fake_nodes && atoi(fake_nodes) > 1)) {
-    for (int i = 0; i < 40; ++i) letters[i] = (char)100;
-    MPI_Allreduce(letters, totals, 40, MPI_CHAR, MPI_SUM, comm);
-    for (int i = 0; i < 40; ++i)
-      CHECK(totals[i] == (char)(100 * size), "MPI_CHAR sum wraps %d: %d", i, totals[i]);
-  }
-
   unsigned char a[100], b[100];
   for (int i = 0; i < 100; ++i) a[i] = (unsigned char)i, b[i] = (unsigned char)(100 + rank);
   MPI_Reduce_local(a, b, 100, MPI_UINT8_T, MPI_SUM);
@@ -270,7 +239,7 @@ static void check_other_types(MPI_Comm comm) {
 // layer raises MPI_ERR_ROOT and MPI_ERR_COUNT, as the MPIs do), and the communicator stays
 // usable. Negative counts under MPICH only where the layer serves every call: Debian's MPICH
 // 4.0.2 crashes on them; there the layer must say MPI_ERR_COUNT, the class the standard names.
-static int error_class(int rc) {
+int error_class(int rc) {
   int found = MPI_SUCCESS;
   if (rc != MPI_SUCCESS) MPI_Error_class(rc, &found);
   return found;
@@ -345,6 +314,7 @@ static void check_all(MPI_Comm comm) {
   check_user_ops(comm);
   check_other_types(comm);
   check_fortran_types(comm);
+  check_byte_types(comm);
   check_prefix_and_scatter_reductions(comm);
   check_movement(comm);
   check_mixed_type_maps(comm);

@@ -34,6 +34,16 @@ for name in $collectives; do
     exit 1
   fi
 done
+# Every call that went to PMPI has its reason named, and (SHMCOLL_TEST_PMPI_REASONS, separated by
+# ';') the reasons this program provokes are among them.
+if grep -q "to PMPI: unexplained" "$work/layer.err"; then
+  echo "FAIL: a call went to PMPI without a reason in the verbose table"
+  exit 1
+fi
+IFS=';' read -ra reasons <<< "${SHMCOLL_TEST_PMPI_REASONS:-}"
+for reason in "${reasons[@]}"; do
+  grep -qF "to PMPI: $reason" "$work/layer.err" || { echo "FAIL: no PMPI call for: $reason"; exit 1; }
+done
 # SHMCOLL_TEST_NO_PMPI=1: nothing may go to PMPI (a program whose every call the layer serves).
 if [ "${SHMCOLL_TEST_NO_PMPI:-0}" = 1 ]; then
   if awk '$1 == "shmcoll:" && $5 == "pmpi" && $6 > 0 {found = 1} END {exit !found}' "$work/layer.err"; then
