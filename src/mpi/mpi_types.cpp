@@ -232,9 +232,7 @@ std::optional<Reduction> refused(PmpiReason reason) {
   return std::nullopt;
 }
 
-}  // namespace
-
-std::optional<Reduction> reduction_of(MPI_Datatype type, MPI_Op op) {
+std::optional<Reduction> decide_reduction(MPI_Datatype type, MPI_Op op) {
   auto as = [&](Dtype dtype) -> std::optional<Reduction> {
     if (auto shm_op = op_of(op, type, dtype)) return Reduction{dtype, *shm_op};
     return refused(PmpiReason::op_refused);
@@ -269,7 +267,29 @@ std::optional<Reduction> reduction_of(MPI_Datatype type, MPI_Op op) {
   return refused(mpi_accepts(type, op) ? PmpiReason::derived_type : PmpiReason::op_refused);
 }
 
+// The last pair served, so a loop of one reduction decides in two compares whatever the type (a
+// Fortran type is otherwise found after C's whole table and a map lookup). Forgotten with the
+// type or the op.
+struct LastReduction {
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  MPI_Op op = MPI_OP_NULL;
+  std::optional<Reduction> reduction;
+};
+LastReduction last_reduction;
+
+}  // namespace
+
+std::optional<Reduction> reduction_of(MPI_Datatype type, MPI_Op op) {
+  if (last_reduction.reduction && last_reduction.type == type && last_reduction.op == op) {
+    return last_reduction.reduction;
+  }
+  auto decided = decide_reduction(type, op);
+  if (decided) last_reduction = {type, op, decided};
+  return decided;
+}
+
 void forget_reductions_on(MPI_Datatype type) {
+  last_reduction.reduction.reset();
   std::erase_if(accepted_pairs(), [type](const auto& entry) { return entry.first.first == type; });
   std::erase_if(bound_user_ops(), [type](const auto& entry) { return entry.first.second == type; });
   byte_arithmetic_types().erase(type);
@@ -284,6 +304,7 @@ void remember_fortran_user_op(MPI_Op op, MPI_User_function* function, bool commu
 }
 
 void forget_user_op(MPI_Op op) {
+  last_reduction.reduction.reset();
   user_ops().erase(op);
   std::erase_if(bound_user_ops(), [op](const auto& entry) { return entry.first.first == op; });
 }
