@@ -25,6 +25,12 @@ std::vector<EnvironmentVariable> environment_variables() {
        "MPI layer"},
       {kMpiMaxTeamsEnv, "16",
        "most communicator teams alive per process; later communicators use PMPI", "MPI layer"},
+      {kMpiTeamAfterCallsEnv, "0",
+       "calls a communicator makes through PMPI before it gets a team (0: a team at its first)",
+       "MPI layer"},
+      {kMpiPoolTeamsEnv, "4",
+       "teams of freed communicators kept for the next communicator over the same ranks",
+       "MPI layer"},
       {kMpiFakeNodesEnv, "0",
        "split MPI_COMM_WORLD into k pretend nodes (tests the multi-node path)", "MPI layer"},
   };

@@ -11,6 +11,8 @@ inline constexpr const char* kMpiDisableEnv = "SHMCOLL_MPI_DISABLE";
 inline constexpr const char* kMpiVerboseEnv = "SHMCOLL_MPI_VERBOSE";
 inline constexpr const char* kMpiMaxTeamsEnv = "SHMCOLL_MPI_MAX_TEAMS";
 inline constexpr const char* kMpiFakeNodesEnv = "SHMCOLL_MPI_FAKE_NODES";
+inline constexpr const char* kMpiPoolTeamsEnv = "SHMCOLL_MPI_POOL_TEAMS";
+inline constexpr const char* kMpiTeamAfterCallsEnv = "SHMCOLL_MPI_TEAM_AFTER_CALLS";
 
 struct EnvironmentVariable {
   const char* name;

@@ -6,6 +6,8 @@
 #include <sys/statvfs.h>
 
 #include <algorithm>
+#include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +17,7 @@
 #include "api/environment.hpp"
 #include "coll/tunables.hpp"
 #include "mpi/hierarchy.hpp"
+#include "mpi/team_pool.hpp"
 
 namespace shmcoll::mpi {
 
@@ -26,12 +29,22 @@ struct CachedTeam {
   std::optional<Team> team;
   std::unique_ptr<NodeHierarchy> spanning;
   PmpiReason why_pmpi = PmpiReason::unexplained;  // when it holds neither
+  // The team's id, agreed by its members, and the members as ranks of MPI_COMM_WORLD: what the
+  // pool keeps the team under when the communicator is freed.
+  std::uint64_t team_id = 0;
+  std::vector<int> members;
+  // Calls on the communicator still to go to PMPI before its team is made (every member counts
+  // the same calls, so all make it at the same one), and whether that decision has been made.
+  long warm_up_left = 0;
+  bool decided = false;
   bool holds_team() const { return team || spanning; }
 };
 
 int keyval = MPI_KEYVAL_INVALID;
 int teams_alive = 0;
 int thread_level = MPI_THREAD_SINGLE;
+bool finalizing = false;
+TeamCounts counts;
 
 int env_int(const char* name, int fallback) {
   const char* text = std::getenv(name);
@@ -44,11 +57,37 @@ int team_cap() {
   return cap;
 }
 
+// SHMCOLL_MPI_TEAM_AFTER_CALLS: a communicator's first calls go to PMPI; its team is made at the
+// next one, so communicators used a few times never pay for a team.
+long warm_up_calls() {
+  static const long calls = std::max(0, env_int(detail::kMpiTeamAfterCallsEnv, 0));
+  return calls;
+}
+
+// SHMCOLL_MPI_POOL_TEAMS: teams of freed communicators kept for the next one over the same ranks.
+TeamPool& pool() {
+  static TeamPool kept(static_cast<std::size_t>(std::max(0, env_int(detail::kMpiPoolTeamsEnv, 4))));
+  return kept;
+}
+
 int delete_cached(MPI_Comm, int, void* value, void*) {
   auto* cached = static_cast<CachedTeam*>(value);
   if (cached->holds_team()) --teams_alive;
+  if (cached->team && !cached->team->ended() && !finalizing) {
+    pool().keep(std::move(cached->members), cached->team_id, std::move(*cached->team));
+  }
   delete cached;
   return MPI_SUCCESS;
+}
+
+// A team's id from its segment's name (random hex after "/shmcoll-"): what members compare to
+// agree that they kept the same team. Never 0, and within int64 for the agreement.
+std::uint64_t id_of(const char* name) {
+  std::uint64_t id = 0;
+  for (const char* c = std::strchr(name, '-'); c && *++c && id >> 59 == 0;) {
+    id = id << 4 | static_cast<std::uint64_t>(std::isdigit(*c) ? *c - '0' : *c - 'a' + 10);
+  }
+  return id | 1;
 }
 
 // This rank's node-mates in `comm`, in `comm`'s rank order (SHMCOLL_MPI_FAKE_NODES=k splits the
@@ -74,11 +113,24 @@ MPI_Comm split_by_node(MPI_Comm comm) {
 // Fills `cached` with a team (all of `comm` on this node) or a hierarchy (spanning nodes), or
 // leaves it empty when any member cannot take part.
 void create_team(MPI_Comm comm, CachedTeam& cached) {
-  // Everyone must agree to try: the cap counts this process's teams, which differ by rank.
-  int willing = teams_alive < team_cap() ? 1 : 0, all_willing = 0;
-  PMPI_Allreduce(&willing, &all_willing, 1, MPI_INT, MPI_MIN, comm);
-  if (!all_willing) {
+  // One agreement: everyone is willing (the cap counts this process's teams, which differ by
+  // rank), and whether every member kept the same team of a freed communicator over these ranks.
+  const auto start = std::chrono::steady_clock::now();
+  cached.members = world_ranks_of(comm);
+  const std::uint64_t kept = pool().find(cached.members);
+  const std::int64_t proposed[3] = {teams_alive < team_cap() ? 0 : 1,
+                                    static_cast<std::int64_t>(kept),
+                                    -static_cast<std::int64_t>(kept)};
+  std::int64_t agreed[3] = {};
+  PMPI_Allreduce(proposed, agreed, 3, MPI_INT64_T, MPI_MAX, comm);
+  if (agreed[0] != 0) {
     cached.why_pmpi = PmpiReason::team_cap;
+    return;
+  }
+  if (kept != 0 && agreed[1] == -agreed[2]) {  // every member proposed `kept`
+    cached.team = pool().take(kept);
+    cached.team_id = kept;
+    ++counts.reused;
     return;
   }
 
@@ -89,7 +141,7 @@ void create_team(MPI_Comm comm, CachedTeam& cached) {
   PMPI_Comm_rank(comm, &rank);
   try {
     if (node_size == size) {
-      cached.team.emplace(join_node_team(comm));
+      cached.team.emplace(join_node_team(comm, &cached.team_id));
     } else {
       cached.spanning = std::make_unique<NodeHierarchy>(comm, node);
       node = MPI_COMM_NULL;  // the hierarchy owns it now
@@ -105,7 +157,11 @@ void create_team(MPI_Comm comm, CachedTeam& cached) {
     cached.team.reset();
     cached.spanning.reset();
     cached.why_pmpi = PmpiReason::no_team;
+    return;
   }
+  ++counts.made;
+  counts.making_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 CachedTeam* cached_of(MPI_Comm comm) {
@@ -122,11 +178,16 @@ CachedTeam* cached_of(MPI_Comm comm) {
   PMPI_Comm_get_attr(comm, keyval, &value, &found);
   if (found) return static_cast<CachedTeam*>(value);
   auto* cached = new CachedTeam;
-  int inter = 0;
+  int inter = 0, size = 0;
   PMPI_Comm_test_inter(comm, &inter);
-  if (inter) cached->why_pmpi = PmpiReason::intercommunicator;
-  if (!inter) create_team(comm, *cached);
-  if (cached->holds_team()) ++teams_alive;
+  PMPI_Comm_size(comm, &size);
+  // A communicator of one rank needs no shared memory: the MPI's own copy is as fast as ours,
+  // and a team would cost a segment (MPI_COMM_SELF, and libraries' per-rank communicators).
+  cached->decided = inter != 0 || size == 1;
+  cached->why_pmpi = inter       ? PmpiReason::intercommunicator
+                     : size == 1 ? PmpiReason::one_rank
+                                 : PmpiReason::warming_up;
+  cached->warm_up_left = warm_up_calls();
   PMPI_Comm_set_attr(comm, keyval, cached);
   return cached;
 }
@@ -173,7 +234,7 @@ std::size_t slot_bytes_within_budget(int size, std::string& reason) {
 
 }  // namespace
 
-Team join_node_team(MPI_Comm comm) {
+Team join_node_team(MPI_Comm comm, std::uint64_t* id) {
   int rank = 0, size = 0;
   PMPI_Comm_rank(comm, &rank);
   PMPI_Comm_size(comm, &size);
@@ -191,6 +252,7 @@ Team join_node_team(MPI_Comm comm) {
     throw Error(Errc::out_of_memory,
                 rank == 0 ? name : "rank 0 found too little free /dev/shm for a team");
   }
+  if (id) *id = id_of(name);
   return Team::join(name, rank, size, options);
 }
 
@@ -201,6 +263,16 @@ int Route::size() const {
 Route route_of(MPI_Comm comm) {
   CachedTeam* cached = cached_of(comm);
   if (!cached) return {};
+  if (!cached->decided) {
+    if (cached->warm_up_left > 0) {
+      --cached->warm_up_left;
+      note_pmpi_reason(PmpiReason::warming_up);
+      return {};
+    }
+    cached->decided = true;
+    create_team(comm, *cached);
+    if (cached->holds_team()) ++teams_alive;
+  }
   // A team that ended (every member learns it at its next call at the latest) is retired; the
   // slot it held goes back to the cap.
   if (cached->holds_team() && (cached->team ? cached->team->ended() : cached->spanning->ended())) {
@@ -228,7 +300,13 @@ WaitCounts world_wait_counts() {
   return cached && cached->team ? cached->team->wait_counts() : WaitCounts{};
 }
 
+TeamCounts team_counts() {
+  return counts;
+}
+
 void release_world_teams() {
+  finalizing = true;
+  pool().clear();
   if (keyval == MPI_KEYVAL_INVALID) return;
   for (MPI_Comm comm : {MPI_COMM_WORLD, MPI_COMM_SELF}) {
     void* value = nullptr;

@@ -34,8 +34,17 @@ Route route_of(MPI_Comm comm);
 // spanning nodes they go to PMPI, and the verbose table says so).
 Team* one_node_team(MPI_Comm comm);
 // Joins a shmcoll team of all of `comm`'s members (collective on `comm`; the segment name goes
-// out with PMPI_Bcast). Throws shmcoll::Error when this rank cannot join.
-Team join_node_team(MPI_Comm comm);
+// out with PMPI_Bcast), and sets `id` to an id every member gets the same. Throws shmcoll::Error
+// when this rank cannot join.
+Team join_node_team(MPI_Comm comm, std::uint64_t* id = nullptr);
+// Communicator teams made new and taken from the pool of freed ones (team_pool.hpp), and the
+// time making the new ones took.
+struct TeamCounts {
+  long made = 0;
+  long reused = 0;
+  double making_seconds = 0;
+};
+TeamCounts team_counts();
 // How this rank's waits on MPI_COMM_WORLD's team have gone (zero when it has none; never makes
 // one, so one rank alone may ask).
 WaitCounts world_wait_counts();
@@ -116,6 +125,8 @@ enum class PmpiReason : unsigned char {
   null_handle,         // MPI_COMM_NULL, MPI_DATATYPE_NULL: the MPI reports the error
   layer_off,           // SHMCOLL_MPI_DISABLE=1
   thread_multiple,     // the program asked for MPI_THREAD_MULTIPLE
+  warming_up,          // the communicator's first SHMCOLL_MPI_TEAM_AFTER_CALLS calls
+  one_rank,            // a communicator of one rank (MPI_COMM_SELF): the MPI's copy is as fast
   intercommunicator,   //
   team_cap,            // SHMCOLL_MPI_MAX_TEAMS communicators already hold a team
   no_team,             // a member could not join (too little /dev/shm, ...), said on stderr

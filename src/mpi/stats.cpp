@@ -27,6 +27,10 @@ const char* reason_text(PmpiReason reason) {
   switch (reason) {
     case PmpiReason::null_handle:
       return "a null handle (the MPI reports the error)";
+    case PmpiReason::warming_up:
+      return "the communicator's first calls (SHMCOLL_MPI_TEAM_AFTER_CALLS) before its team";
+    case PmpiReason::one_rank:
+      return "a communicator of one rank (the MPI's own copy)";
     case PmpiReason::layer_off:
       return "the layer is off (SHMCOLL_MPI_DISABLE)";
     case PmpiReason::thread_multiple:
@@ -121,6 +125,12 @@ void print_statistics() {
                    reason_text(static_cast<PmpiReason>(reason)));
     }
   }
+  const TeamCounts teams = team_counts();
+  std::fprintf(stderr,
+               "shmcoll:   communicator teams: %ld made (%.3f ms each), %ld taken from the pool "
+               "of freed ones\n",
+               teams.made, teams.made ? teams.making_seconds * 1e3 / teams.made : 0.0,
+               teams.reused);
   const WaitCounts waits = world_wait_counts();
   std::fprintf(stderr,
                "shmcoll:   waits on MPI_COMM_WORLD's team: %llu yields, %llu futex sleeps\n",

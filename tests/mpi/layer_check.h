@@ -11,9 +11,10 @@ void absorb(const void* data, size_t bytes);
 
 // Defined by the layer, so null when the program runs without it.
 extern const char* shmcoll_mpi_layer_version(void) __attribute__((weak));
-// Whether the layer runs every collective of this run itself: loaded, and not on pretend nodes
-// (there, all but barrier, bcast, reduce and allreduce go to the MPI underneath).
-int layer_serves_every_call(void);
+// Whether the layer runs every collective on `comm` itself: loaded, not on pretend nodes (there,
+// all but barrier, bcast, reduce and allreduce go to the MPI underneath), and more than one rank
+// (a communicator of one rank is the MPI's).
+int layer_serves_every_call(MPI_Comm comm);
 // The class of an MPI error code (MPI_SUCCESS for success).
 int error_class(int rc);
 

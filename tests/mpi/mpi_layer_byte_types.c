@@ -49,7 +49,7 @@ static void check_char(MPI_Comm comm, int rank, int size) {
   // Overflowing sums wrap as C's char arithmetic does (with the layer only: Open MPI's op/avx may
   // saturate 8-bit sums, its issue 8045). Not on pretend nodes: there the step between nodes is
   // the MPI's own reduction among the node leaders.
-  if (layer_serves_every_call()) {
+  if (layer_serves_every_call(comm)) {
     for (int i = 0; i < kCount; ++i) letters[i] = (char)100;
     MPI_Allreduce(letters, totals, kCount, MPI_CHAR, MPI_SUM, comm);
     for (int i = 0; i < kCount; ++i)
@@ -92,7 +92,7 @@ static void check_signed_and_unsigned_char(MPI_Comm comm, int rank, int size) {
   if (rank == 0) absorb(u_max, sizeof u_max);
   absorb(u, sizeof u);
   // The standard's unsigned order, with the layer only.
-  if (layer_serves_every_call()) {
+  if (layer_serves_every_call(comm)) {
     for (int i = 0; i < kCount; ++i) u[i] = (unsigned char)(rank == 0 ? 200 : 100);
     MPI_Allreduce(MPI_IN_PLACE, u, kCount, MPI_UNSIGNED_CHAR, MPI_MAX, comm);
     for (int i = 0; i < kCount; ++i) CHECK(u[i] == 200, "MPI_UNSIGNED_CHAR max of 200: %d", u[i]);
