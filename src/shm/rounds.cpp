@@ -14,6 +14,12 @@ namespace shmcoll::shm {
 
 namespace {
 
+// Registered as the library loads, while the process most likely has one thread: in a process
+// with threads the kernel waits for an RCU grace period, 15-23 ms here (every MPI process has
+// helper threads by the time the MPI layer makes its first team; measured 20 of the first
+// team's 21 ms).
+[[maybe_unused]] const bool membarrier_registered_at_load = register_for_global_membarrier();
+
 long long now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
