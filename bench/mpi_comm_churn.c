@@ -2,6 +2,8 @@
  * against the same binary with the layer preloaded. Every result is checked.
  *   mpi_comm_churn dup N            N x (MPI_Comm_dup, one 8 B allreduce, MPI_Comm_free)
  *   mpi_comm_churn split STEPS K    STEPS x (split by parity, K 8 B allreduces, free)
+ *   mpi_comm_churn group STEPS K    STEPS x (MPI_Comm_create_group of the even ranks, K 8 B
+ *                                   allreduces on it, free), the odd ranks idle
  *   mpi_comm_churn kept N BUSY K    N communicators kept; K allreduces on each of the last BUSY
  * Rank 0 prints the slowest rank's time per iteration (per busy call for kept), in us, and how many
  * file descriptors and mappings rank 0 gained from the tenth iteration to the last (a team per
@@ -80,6 +82,25 @@ int main(int argc, char** argv) {
       note_resources(step);
     }
     per = slowest(MPI_Wtime() - start) / a;
+  } else if (!strcmp(mode, "group") && a > 0 && b >= 0) {
+    int size;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Group world, evens;
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    int range[1][3] = {{0, size - 1, 2}};
+    MPI_Group_range_incl(world, 1, range, &evens);
+    for (int step = 0; step < a; ++step) {
+      if (rank % 2 == 0) {
+        MPI_Comm made;
+        MPI_Comm_create_group(MPI_COMM_WORLD, evens, step, &made);
+        for (int k = 0; k < b; ++k) checked_allreduce(made, k);
+        MPI_Comm_free(&made);
+      }
+      note_resources(step);
+    }
+    MPI_Group_free(&evens);
+    MPI_Group_free(&world);
+    per = slowest(MPI_Wtime() - start) / a;
   } else if (!strcmp(mode, "kept") && a > 0 && b > 0 && b <= a && c > 0) {
     MPI_Comm* comms = malloc(sizeof(MPI_Comm) * a);
     for (int i = 0; i < a; ++i) MPI_Comm_dup(MPI_COMM_WORLD, &comms[i]);
@@ -92,7 +113,9 @@ int main(int argc, char** argv) {
     for (int i = 0; i < a; ++i) MPI_Comm_free(&comms[i]);
     free(comms);
   } else {
-    if (rank == 0) fprintf(stderr, "usage: mpi_comm_churn dup N | split STEPS K | kept N BUSY K\n");
+    if (rank == 0)
+      fprintf(stderr,
+              "usage: mpi_comm_churn dup N | split STEPS K | group STEPS K | kept N BUSY K\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   int all_failures = 0;

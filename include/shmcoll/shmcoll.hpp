@@ -126,6 +126,9 @@ class SHMCOLL_API Team {
   bool ended() const noexcept;
   // All zero for a Team that was moved from.
   WaitCounts wait_counts() const noexcept;
+  // Bytes of shared memory (/dev/shm) the team's segment holds, once for all its members; 0 for
+  // a Team that was moved from.
+  std::size_t segment_bytes() const noexcept;
 
   void barrier();
   void bcast(void* buffer, std::int64_t count, Dtype dtype, int root);

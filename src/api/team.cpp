@@ -16,6 +16,9 @@ int Team::rank() const noexcept {
 int Team::size() const noexcept {
   return state_ ? static_cast<int>(state_->rounds.size()) : -1;
 }
+std::size_t Team::segment_bytes() const noexcept {
+  return state_ ? state_->rounds.segment().layout().total_bytes : 0;
+}
 bool Team::ended() const noexcept {
   return !state_ || state_->rounds.segment().aborted_by() >= 0;
 }

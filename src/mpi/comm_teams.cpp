@@ -70,11 +70,20 @@ TeamPool& pool() {
   return kept;
 }
 
+// /dev/shm held by communicators' teams alive (not those inside node hierarchies), and the most
+// held at once with the pool's.
+std::size_t alive_bytes = 0;
+void note_held_bytes() {
+  counts.peak_shm_bytes = std::max(counts.peak_shm_bytes, alive_bytes + pool().bytes());
+}
+
 int delete_cached(MPI_Comm, int, void* value, void*) {
   auto* cached = static_cast<CachedTeam*>(value);
   if (cached->holds_team()) --teams_alive;
+  if (cached->team) alive_bytes -= cached->team->segment_bytes();
   if (cached->team && !cached->team->ended() && !finalizing) {
     pool().keep(std::move(cached->members), cached->team_id, std::move(*cached->team));
+    note_held_bytes();
   }
   delete cached;
   return MPI_SUCCESS;
@@ -272,10 +281,13 @@ Route route_of(MPI_Comm comm) {
     cached->decided = true;
     create_team(comm, *cached);
     if (cached->holds_team()) ++teams_alive;
+    if (cached->team) alive_bytes += cached->team->segment_bytes();
+    note_held_bytes();
   }
   // A team that ended (every member learns it at its next call at the latest) is retired; the
   // slot it held goes back to the cap.
   if (cached->holds_team() && (cached->team ? cached->team->ended() : cached->spanning->ended())) {
+    if (cached->team) alive_bytes -= cached->team->segment_bytes();
     cached->team.reset();
     cached->spanning.reset();
     cached->why_pmpi = PmpiReason::team_ended;

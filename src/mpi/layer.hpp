@@ -43,6 +43,7 @@ struct TeamCounts {
   long made = 0;
   long reused = 0;
   double making_seconds = 0;
+  std::size_t peak_shm_bytes = 0;  // held at once by teams alive and kept (node hierarchies aside)
 };
 TeamCounts team_counts();
 // How this rank's waits on MPI_COMM_WORLD's team have gone (zero when it has none; never makes

@@ -128,9 +128,9 @@ void print_statistics() {
   const TeamCounts teams = team_counts();
   std::fprintf(stderr,
                "shmcoll:   communicator teams: %ld made (%.3f ms each), %ld taken from the pool "
-               "of freed ones\n",
-               teams.made, teams.made ? teams.making_seconds * 1e3 / teams.made : 0.0,
-               teams.reused);
+               "of freed ones, at most %.1f MiB of /dev/shm held at once\n",
+               teams.made, teams.made ? teams.making_seconds * 1e3 / teams.made : 0.0, teams.reused,
+               static_cast<double>(teams.peak_shm_bytes) / (1 << 20));
   const WaitCounts waits = world_wait_counts();
   std::fprintf(stderr,
                "shmcoll:   waits on MPI_COMM_WORLD's team: %llu yields, %llu futex sleeps\n",

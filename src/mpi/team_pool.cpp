@@ -32,6 +32,12 @@ std::uint64_t TeamPool::find(const std::vector<int>& members) const {
   return found == entries_.rend() ? 0 : found->id;
 }
 
+std::size_t TeamPool::bytes() const {
+  std::size_t total = 0;
+  for (const Entry& entry : entries_) total += entry.team.segment_bytes();
+  return total;
+}
+
 std::optional<Team> TeamPool::take(std::uint64_t id) {
   const auto found =
       std::ranges::find_if(entries_, [id](const Entry& entry) { return entry.id == id; });

@@ -31,6 +31,9 @@ class TeamPool {
   // Takes the team kept as `id` out of the pool.
   std::optional<Team> take(std::uint64_t id);
   void clear() { entries_.clear(); }
+  // Kept teams and the /dev/shm their segments hold.
+  std::size_t size() const { return entries_.size(); }
+  std::size_t bytes() const;
 
  private:
   struct Entry {

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # usage: run_comm_churn_test.sh MPIRUN CHURN_PROGRAM LAYER_LIBRARY NP
 # Communicators that come and go through the layer (bench/mpi_comm_churn.c, which checks every
-# result): dup/free and split/free loops take their teams from the pool of freed ones instead of
+# result): dup/free, split/free and create_group/free loops take their teams from the pool of freed ones instead of
 # making one each, leave no descriptor, mapping or /dev/shm file behind, and with
 # SHMCOLL_MPI_TEAM_AFTER_CALLS a communicator's first calls go to PMPI under that reason.
 set -euo pipefail
 mpirun=$1 program=$2 layer=$3 np=$4
 source "$(dirname "$0")/mpi_launch.sh"
-shm_before=$(ls /dev/shm | wc -l)
+shmcoll_files() { find /dev/shm -maxdepth 1 -name 'shmcoll-*' | wc -l; }
+shm_before=$(shmcoll_files)
 
 run() {  # run NAME ENV... -- ARGS...: the program with the layer; output in $work/NAME
   local name=$1; shift
@@ -25,12 +26,15 @@ taken() { awk '/communicator teams:/ {print $9}' "$work/$1"; }
 
 run dup -- dup 1000
 run split -- split 200 3
-cat "$work/dup" "$work/split"
+run group -- group 200 3
+cat "$work/dup" "$work/split" "$work/group"
 kept_nothing dup
 kept_nothing split
+kept_nothing group
 # A team per distinct live group at most: MPI_COMM_WORLD's and the first loop communicator's.
 [ "$(taken dup)" -ge 990 ] || { echo "FAIL: dup/free made teams instead of reusing"; exit 1; }
 [ "$(taken split)" -ge 190 ] || { echo "FAIL: split/free made teams instead of reusing"; exit 1; }
+[ "$(taken group)" -ge 190 ] || { echo "FAIL: create_group/free made teams instead of reusing"; exit 1; }
 
 # (MPI_COMM_WORLD's own team is made late here, at its third call, so mappings grow once.)
 run warm SHMCOLL_MPI_TEAM_AFTER_CALLS=2 -- split 50 4
@@ -39,5 +43,5 @@ grep -q "to PMPI: the communicator's first calls" "$work/warm" ||
 run no_pool SHMCOLL_MPI_POOL_TEAMS=0 -- dup 50
 [ "$(taken no_pool)" -eq 0 ] || { echo "FAIL: SHMCOLL_MPI_POOL_TEAMS=0 still reused"; exit 1; }
 
-[ "$(ls /dev/shm | wc -l)" -eq "$shm_before" ] || { echo "FAIL: /dev/shm files left"; exit 1; }
-echo "PASS: $np ranks, $(taken dup) of 1000 dup/free and $(taken split) of 200 split/free teams from the pool"
+[ "$(shmcoll_files)" -eq "$shm_before" ] || { echo "FAIL: shmcoll files left in /dev/shm"; exit 1; }
+echo "PASS: $np ranks, teams from the pool: $(taken dup) of 1000 dup/free, $(taken split) of 200 split/free, $(taken group) of 200 create_group/free"
