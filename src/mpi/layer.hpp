@@ -136,7 +136,7 @@ enum class PmpiReason : unsigned char {
   order_across_nodes,  // a non-commutative op over nodes that do not hold rank ranges in order
   datatype_unknown,    // a datatype that could be neither decoded nor probed
   op_refused,          // the MPI itself refuses the op on the datatype (it reports the error)
-  derived_type,        // a predefined op on a derived datatype, which the MPI refuses
+  derived_type,        // a predefined op on a derived datatype that the MPI accepts (not served)
   user_op_derived,     // a user op on a derived datatype: it must see the caller's layout
   not_reducible,       // a datatype shmcoll has no element type for (MPI_PACKED, ...)
   count

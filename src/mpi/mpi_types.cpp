@@ -2,6 +2,7 @@
 // called with the caller's MPI type, and shmcoll errors as MPI error codes.
 #include <cstdio>
 #include <map>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -30,6 +31,15 @@ std::map<std::pair<MPI_Op, MPI_Datatype>, Op>& bound_user_ops() {
 }
 
 using TypeTable = std::pair<MPI_Datatype, Dtype>[36];
+
+// `type`'s element type in a table of (MPI handle, element type) pairs.
+std::optional<Dtype> look_up(std::span<const std::pair<MPI_Datatype, Dtype>> table,
+                             MPI_Datatype type) {
+  for (const auto& [handle, dtype] : table) {
+    if (handle == type) return dtype;
+  }
+  return std::nullopt;
+}
 const TypeTable& predefined_types() {
   // Not constant expressions in Open MPI (addresses of its globals), so a table made on first use.
   static const TypeTable predefined = {
@@ -106,19 +116,13 @@ std::optional<Dtype> fortran_element_of(MPI_Datatype type) {
     }
     return usable;
   }();
-  for (const auto& [handle, dtype] : table) {
-    if (handle == type) return dtype;
-  }
-  return std::nullopt;
+  return look_up(table, type);
 }
 
 }  // namespace
 
 std::optional<Dtype> dtype_of(MPI_Datatype type) {
-  for (const auto& [handle, dtype] : predefined_types()) {
-    if (handle == type) return dtype;
-  }
-  return std::nullopt;
+  return look_up(predefined_types(), type);
 }
 
 namespace {
@@ -145,11 +149,13 @@ std::optional<Op> op_of(MPI_Op op, MPI_Datatype type, Dtype dtype) {
   if (found == bound.end()) {
     MPI_User_function* function = user->second.function;
     const bool fortran = user->second.fortran;
+    const MPI_Fint fortran_handle = fortran ? MPI_Type_c2f(type) : 0;  // converted once
     Op made = Op::create(
-        [function, type, fortran](const void* in, void* inout, std::size_t len, Dtype) {
+        [function, type, fortran, fortran_handle](const void* in, void* inout, std::size_t len,
+                                                  Dtype) {
           int length = static_cast<int>(len);
           if (fortran) {
-            MPI_Fint fortran_type = MPI_Type_c2f(type);
+            MPI_Fint fortran_type = fortran_handle;
             reinterpret_cast<void (*)(void*, void*, MPI_Fint*, MPI_Fint*)>(function)(
                 const_cast<void*>(in), inout, &length, &fortran_type);
             return;
