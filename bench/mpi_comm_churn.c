@@ -4,12 +4,19 @@
  *   mpi_comm_churn split STEPS K    STEPS x (split by parity, K 8 B allreduces, free)
  *   mpi_comm_churn group STEPS K    STEPS x (MPI_Comm_create_group of the even ranks, K 8 B
  *                                   allreduces on it, free), the odd ranks idle
- *   mpi_comm_churn kept N BUSY K    N communicators kept; K allreduces on each of the last BUSY
+ *   mpi_comm_churn kept N BUSY K [FIRST]  N communicators kept, FIRST allreduces on each (as a
+ *                                   library makes when it sets one up), then K on each of the
+ *                                   last BUSY
+ *   mpi_comm_churn die STEPS K AT    split STEPS K, where rank 2 kills itself (SIGKILL) at step AT,
+ *                                   between two calls on the step's communicator
+ *   mpi_comm_churn handover K       two communicators: K allreduces on the first, K on the second,
+ *                                   the first freed, K more on the second
  * Rank 0 prints the slowest rank's time per iteration (per busy call for kept), in us, and how many
  * file descriptors and mappings rank 0 gained from the tenth iteration to the last (a team per
  * communicator that were never given back would show there). */
 #include <dirent.h>
 #include <mpi.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,7 +67,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   const char* mode = argc > 1 ? argv[1] : "";
   const int a = argc > 2 ? atoi(argv[2]) : 0, b = argc > 3 ? atoi(argv[3]) : 0;
-  const int c = argc > 4 ? atoi(argv[4]) : 0;
+  const int c = argc > 4 ? atoi(argv[4]) : 0, d = argc > 5 ? atoi(argv[5]) : 0;
   checked_allreduce(MPI_COMM_WORLD, 0);
   MPI_Barrier(MPI_COMM_WORLD);
   double start = MPI_Wtime(), per = 0;
@@ -73,11 +80,15 @@ int main(int argc, char** argv) {
       note_resources(i);
     }
     per = slowest(MPI_Wtime() - start) / a;
-  } else if (!strcmp(mode, "split") && a > 0 && b >= 0) {
+  } else if ((!strcmp(mode, "split") || !strcmp(mode, "die")) && a > 0 && b >= 0) {
+    const int dies_at = !strcmp(mode, "die") ? c : -1;
     for (int step = 0; step < a; ++step) {
       MPI_Comm half;
       MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
-      for (int k = 0; k < b; ++k) checked_allreduce(half, k);
+      for (int k = 0; k < b; ++k) {
+        if (step == dies_at && k == b / 2 && rank == 2) raise(SIGKILL);
+        checked_allreduce(half, k);
+      }
       MPI_Comm_free(&half);
       note_resources(step);
     }
@@ -104,6 +115,9 @@ int main(int argc, char** argv) {
   } else if (!strcmp(mode, "kept") && a > 0 && b > 0 && b <= a && c > 0) {
     MPI_Comm* comms = malloc(sizeof(MPI_Comm) * a);
     for (int i = 0; i < a; ++i) MPI_Comm_dup(MPI_COMM_WORLD, &comms[i]);
+    for (int i = 0; i < a; ++i) {
+      for (int k = 0; k < d; ++k) checked_allreduce(comms[i], k);
+    }
     MPI_Barrier(MPI_COMM_WORLD);
     start = MPI_Wtime();
     for (int k = 0; k < c; ++k) {
@@ -112,10 +126,21 @@ int main(int argc, char** argv) {
     per = slowest(MPI_Wtime() - start) / ((double)b * c);
     for (int i = 0; i < a; ++i) MPI_Comm_free(&comms[i]);
     free(comms);
+  } else if (!strcmp(mode, "handover") && a > 0) {
+    MPI_Comm first, second;
+    MPI_Comm_dup(MPI_COMM_WORLD, &first);
+    MPI_Comm_dup(MPI_COMM_WORLD, &second);
+    for (int k = 0; k < a; ++k) checked_allreduce(first, k);
+    for (int k = 0; k < a; ++k) checked_allreduce(second, k);
+    MPI_Comm_free(&first);
+    for (int k = 0; k < a; ++k) checked_allreduce(second, k);
+    MPI_Comm_free(&second);
+    per = slowest(MPI_Wtime() - start) / (3.0 * a);
   } else {
     if (rank == 0)
       fprintf(stderr,
-              "usage: mpi_comm_churn dup N | split STEPS K | group STEPS K | kept N BUSY K\n");
+              "usage: mpi_comm_churn dup N | split STEPS K | group STEPS K | kept N BUSY K "
+              "[FIRST] | handover K | die STEPS K AT\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   int all_failures = 0;

@@ -12,6 +12,7 @@
 #include "api/rank_setup.hpp"
 #include "coll/tunables.hpp"
 #include "ops/reduce.hpp"
+#include "shm/layout.hpp"
 #include "shmcoll/shmcoll.hpp"
 #include "topo/cpu_budget.hpp"
 #include "topo/topology.hpp"
@@ -86,6 +87,19 @@ ordered_json describe(int ranks) {
                   {"unbound_ranks_share_cpus", shared},
                   {"spin_ns", tunables.spin_for(shared)},
                   {"yield_ns", tunables.yield_for(shared)}};
+  // What a team of `ranks` holds in /dev/shm (slots can shrink where /dev/shm is short; a heap
+  // takes pages only as it is written).
+  const auto segment = [&](std::size_t heap_bytes) {
+    return shmcoll::shm::SegmentLayout::compute(static_cast<std::uint32_t>(ranks),
+                                                tunables.slot_bytes, heap_bytes)
+        .total_bytes;
+  };
+  info["dev_shm"] = {
+      {"ranks", ranks},
+      {"team_bytes", segment(tunables.heap_bytes)},
+      {"mpi_communicator_team_bytes", segment(shmcoll::detail::kMpiTeamHeapBytes)},
+      {"mpi_most_teams_per_process", shmcoll::detail::mpi_layer_settings().max_teams},
+      {"mpi_pool_teams_per_process", shmcoll::detail::mpi_layer_settings().pool_teams}};
   ordered_json variables = ordered_json::array();
   for (const auto& variable : shmcoll::detail::environment_variables()) {
     const char* current = std::getenv(variable.name);
@@ -128,6 +142,15 @@ void print_text(const ordered_json& info) {
       info["selection"]["ranks"].get<int>(),
       cpus["unbound_ranks_share_cpus"].get<bool>() ? "share them" : "each get one",
       cpus["spin_ns"].get<long>(), cpus["yield_ns"].get<long>());
+  const auto& shm = info["dev_shm"];
+  const auto mib = [&](const char* key) { return shm[key].get<double>() / (1 << 20); };
+  std::printf(
+      "  /dev/shm:  a team of %d ranks maps %.1f MiB (its heaps take pages as written); an MPI "
+      "communicator's team %.1f MiB, at most %d alive and %d kept per process (%.1f MiB)\n",
+      shm["ranks"].get<int>(), mib("team_bytes"), mib("mpi_communicator_team_bytes"),
+      shm["mpi_most_teams_per_process"].get<int>(), shm["mpi_pool_teams_per_process"].get<int>(),
+      mib("mpi_communicator_team_bytes") * (shm["mpi_most_teams_per_process"].get<int>() +
+                                            shm["mpi_pool_teams_per_process"].get<int>()));
   std::printf("\nEnvironment (default; current value when set)\n");
   for (const auto& variable : info["environment"]) {
     const std::string current =

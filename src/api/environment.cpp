@@ -1,16 +1,41 @@
 #include "api/environment.hpp"
 
+#include <algorithm>
+#include <cstdlib>
+
 #include "api/launch_env.hpp"
 #include "api/rank_setup.hpp"
 #include "coll/tunables.hpp"
 
 namespace shmcoll::detail {
 
+namespace {
+
+int env_count(const char* name, int fallback) {
+  const char* text = std::getenv(name);
+  return text && *text ? std::max(0, std::atoi(text)) : fallback;
+}
+
+}  // namespace
+
+const MpiLayerSettings& mpi_layer_settings() {
+  static const MpiLayerSettings settings = [] {
+    MpiLayerSettings read;
+    read.max_teams = env_count(kMpiMaxTeamsEnv, read.max_teams);
+    read.pool_teams = env_count(kMpiPoolTeamsEnv, read.pool_teams);
+    read.team_after_calls = env_count(kMpiTeamAfterCallsEnv, read.team_after_calls);
+    read.new_team_after_us = env_count(kMpiNewTeamAfterEnv, read.new_team_after_us);
+    return read;
+  }();
+  return settings;
+}
+
 std::vector<EnvironmentVariable> environment_variables() {
   std::vector<EnvironmentVariable> all;
   for (const coll::TunableInfo& tunable : coll::tunable_table()) {
     all.push_back({tunable.env, tunable.default_value, tunable.meaning, "tunable"});
   }
+  const MpiLayerSettings defaults;
   const EnvironmentVariable others[] = {
       {kRankEnv, "-", "this rank's number, set by shmcoll-run for Team::attach", "launcher"},
       {kSizeEnv, "-", "the team's size, set by shmcoll-run", "launcher"},
@@ -23,12 +48,17 @@ std::vector<EnvironmentVariable> environment_variables() {
        "1 prints per-collective calls, bytes and time through shmcoll and PMPI, and why calls went "
        "to PMPI, at MPI_Finalize",
        "MPI layer"},
-      {kMpiMaxTeamsEnv, "16",
+      {kMpiMaxTeamsEnv, std::to_string(defaults.max_teams),
        "most communicator teams alive per process; later communicators use PMPI", "MPI layer"},
-      {kMpiTeamAfterCallsEnv, "0",
-       "calls a communicator makes through PMPI before it gets a team (0: a team at its first)",
+      {kMpiTeamAfterCallsEnv, std::to_string(defaults.team_after_calls),
+       "calls a communicator makes through PMPI before its members first agree on a team (one "
+       "kept from a freed communicator, or a new one once it has proved busy)",
        "MPI layer"},
-      {kMpiPoolTeamsEnv, "4",
+      {kMpiNewTeamAfterEnv, std::to_string(defaults.new_team_after_us),
+       "microseconds a communicator's calls spend in PMPI (its slowest member) before it gets a "
+       "new team, checked at its calls n+1, 2(n+1), 4(n+1)...; MPI_COMM_WORLD at its first check",
+       "MPI layer"},
+      {kMpiPoolTeamsEnv, std::to_string(defaults.pool_teams),
        "teams of freed communicators kept for the next communicator over the same ranks",
        "MPI layer"},
       {kMpiFakeNodesEnv, "0",

@@ -2,6 +2,8 @@
 // shmcoll-info prints it, and a test checks it against the names the sources read.
 #pragma once
 
+#include <cstddef>
+#include <string>
 #include <vector>
 
 namespace shmcoll::detail {
@@ -13,10 +15,23 @@ inline constexpr const char* kMpiMaxTeamsEnv = "SHMCOLL_MPI_MAX_TEAMS";
 inline constexpr const char* kMpiFakeNodesEnv = "SHMCOLL_MPI_FAKE_NODES";
 inline constexpr const char* kMpiPoolTeamsEnv = "SHMCOLL_MPI_POOL_TEAMS";
 inline constexpr const char* kMpiTeamAfterCallsEnv = "SHMCOLL_MPI_TEAM_AFTER_CALLS";
+inline constexpr const char* kMpiNewTeamAfterEnv = "SHMCOLL_MPI_NEW_TEAM_AFTER_US";
+// A communicator's team's heap per rank: MPI programs bring their own buffers.
+inline constexpr std::size_t kMpiTeamHeapBytes = 4096;
+
+// The MPI layer's numeric settings, defaults here and nowhere else.
+struct MpiLayerSettings {
+  int max_teams = 16;            // SHMCOLL_MPI_MAX_TEAMS
+  int pool_teams = 4;            // SHMCOLL_MPI_POOL_TEAMS
+  int team_after_calls = 1;      // SHMCOLL_MPI_TEAM_AFTER_CALLS
+  int new_team_after_us = 2000;  // SHMCOLL_MPI_NEW_TEAM_AFTER_US
+};
+// As this process's environment sets them (read once; negative values count as 0).
+const MpiLayerSettings& mpi_layer_settings();
 
 struct EnvironmentVariable {
   const char* name;
-  const char* default_value;
+  std::string default_value;
   const char* meaning;
   const char* group;  // "tunable", "launcher" (set by shmcoll-run) or "MPI layer"
 };

@@ -33,9 +33,12 @@ struct CachedTeam {
   // pool keeps the team under when the communicator is freed.
   std::uint64_t team_id = 0;
   std::vector<int> members;
-  // Calls on the communicator still to go to PMPI before its team is made (every member counts
-  // the same calls, so all make it at the same one), and whether that decision has been made.
-  long warm_up_left = 0;
+  // Until `decided`, the communicator's calls go to PMPI and every member counts them alike: at
+  // call `next_check` (and twice as many calls later each time it is not yet decided) the members
+  // agree whether it gets a team. `pmpi_time`: what its PMPI calls took on this rank so far.
+  long calls = 0;
+  long next_check = 1;
+  std::chrono::steady_clock::duration pmpi_time{};
   bool decided = false;
   bool holds_team() const { return team || spanning; }
 };
@@ -53,20 +56,27 @@ int env_int(const char* name, int fallback) {
 
 // SHMCOLL_MPI_MAX_TEAMS: communicators past this many get PMPI (each team holds 2 slots per rank).
 int team_cap() {
-  static const int cap = env_int(detail::kMpiMaxTeamsEnv, 16);
-  return cap;
+  return detail::mpi_layer_settings().max_teams;
 }
 
-// SHMCOLL_MPI_TEAM_AFTER_CALLS: a communicator's first calls go to PMPI; its team is made at the
-// next one, so communicators used a few times never pay for a team.
+// SHMCOLL_MPI_TEAM_AFTER_CALLS: a communicator's first calls go to PMPI, so one used once or twice
+// (a library's dup, a split per phase) costs no agreement; at the next its members agree on a team.
 long warm_up_calls() {
-  static const long calls = std::max(0, env_int(detail::kMpiTeamAfterCallsEnv, 0));
-  return calls;
+  return detail::mpi_layer_settings().team_after_calls;
+}
+
+// SHMCOLL_MPI_NEW_TEAM_AFTER_US: a team kept in the pool is taken at that first agreement, but a
+// new segment (about 1.5-3 ms to make and pre-fault here) only once the communicator's calls have
+// spent as long in PMPI on its slowest member: what it saves is then worth what it costs, and a
+// communicator that is never busy never pays for one. MPI_COMM_WORLD, which every program keeps
+// busy, gets its team at the first agreement.
+std::chrono::microseconds new_team_after() {
+  return std::chrono::microseconds{detail::mpi_layer_settings().new_team_after_us};
 }
 
 // SHMCOLL_MPI_POOL_TEAMS: teams of freed communicators kept for the next one over the same ranks.
 TeamPool& pool() {
-  static TeamPool kept(static_cast<std::size_t>(std::max(0, env_int(detail::kMpiPoolTeamsEnv, 4))));
+  static TeamPool kept(static_cast<std::size_t>(detail::mpi_layer_settings().pool_teams));
   return kept;
 }
 
@@ -77,8 +87,13 @@ void note_held_bytes() {
   counts.peak_shm_bytes = std::max(counts.peak_shm_bytes, alive_bytes + pool().bytes());
 }
 
+// The communicator whose PMPI call is being timed (route_of starts, pmpi_call_ended stops).
+CachedTeam* timed = nullptr;
+std::chrono::steady_clock::time_point timed_since;
+
 int delete_cached(MPI_Comm, int, void* value, void*) {
   auto* cached = static_cast<CachedTeam*>(value);
+  if (timed == cached) timed = nullptr;
   if (cached->holds_team()) --teams_alive;
   if (cached->team) alive_bytes -= cached->team->segment_bytes();
   if (cached->team && !cached->team->ended() && !finalizing) {
@@ -119,29 +134,38 @@ MPI_Comm split_by_node(MPI_Comm comm) {
   return node;
 }
 
-// Fills `cached` with a team (all of `comm` on this node) or a hierarchy (spanning nodes), or
-// leaves it empty when any member cannot take part.
-void create_team(MPI_Comm comm, CachedTeam& cached) {
-  // One agreement: everyone is willing (the cap counts this process's teams, which differ by
-  // rank), and whether every member kept the same team of a freed communicator over these ranks.
+// The members' agreement at one of `cached`'s checks: it takes a team kept in the pool when every
+// member kept the same one, makes a new team (all of `comm` on this node) or hierarchy (spanning
+// nodes) when the communicator has proved busy, or leaves it to PMPI, for now (warming up, the
+// team cap reached) or for good (a member could not join). One PMPI_Allreduce decides it all:
+// every member is willing (the cap counts this process's teams, which differ by rank), which team
+// each kept, and the longest any member's PMPI calls on it took.
+void decide(MPI_Comm comm, CachedTeam& cached) {
   const auto start = std::chrono::steady_clock::now();
-  cached.members = world_ranks_of(comm);
+  if (cached.members.empty()) cached.members = world_ranks_of(comm);
   const std::uint64_t kept = pool().find(cached.members);
-  const std::int64_t proposed[3] = {teams_alive < team_cap() ? 0 : 1,
-                                    static_cast<std::int64_t>(kept),
-                                    -static_cast<std::int64_t>(kept)};
-  std::int64_t agreed[3] = {};
-  PMPI_Allreduce(proposed, agreed, 3, MPI_INT64_T, MPI_MAX, comm);
-  if (agreed[0] != 0) {
+  const std::int64_t proposed[4] = {
+      teams_alive < team_cap() ? 0 : 1, static_cast<std::int64_t>(kept),
+      -static_cast<std::int64_t>(kept),
+      std::chrono::duration_cast<std::chrono::microseconds>(cached.pmpi_time).count()};
+  std::int64_t agreed[4] = {};
+  PMPI_Allreduce(proposed, agreed, 4, MPI_INT64_T, MPI_MAX, comm);
+  if (agreed[0] != 0) {  // asked again at the next check: a busy communicator gets a freed place
     cached.why_pmpi = PmpiReason::team_cap;
     return;
   }
   if (kept != 0 && agreed[1] == -agreed[2]) {  // every member proposed `kept`
+    cached.decided = true;
     cached.team = pool().take(kept);
     cached.team_id = kept;
     ++counts.reused;
     return;
   }
+  if (comm != MPI_COMM_WORLD && agreed[3] < new_team_after().count()) {
+    cached.why_pmpi = PmpiReason::warming_up;
+    return;
+  }
+  cached.decided = true;
 
   MPI_Comm node = split_by_node(comm);
   int size = 0, node_size = 0, rank = 0;
@@ -196,7 +220,7 @@ CachedTeam* cached_of(MPI_Comm comm) {
   cached->why_pmpi = inter       ? PmpiReason::intercommunicator
                      : size == 1 ? PmpiReason::one_rank
                                  : PmpiReason::warming_up;
-  cached->warm_up_left = warm_up_calls();
+  cached->next_check = warm_up_calls() + 1;
   PMPI_Comm_set_attr(comm, keyval, cached);
   return cached;
 }
@@ -219,8 +243,6 @@ void set_thread_level(int provided) {
 
 namespace {
 
-constexpr std::size_t kTeamHeapBytes = 4096;  // MPI programs bring their own buffers
-
 // The MPI's own shared memory (Open MPI's vader, MPICH's) is backed as it is first written: a
 // team that filled /dev/shm would make the MPI die of SIGBUS later, in a program that runs
 // without the layer. So a team takes at most an eighth of what /dev/shm has free when it is
@@ -233,7 +255,7 @@ std::size_t slot_bytes_within_budget(int size, std::string& reason) {
   if (statvfs("/dev/shm", &shm) != 0) return wanted;  // the team's creation will say why
   const std::size_t free_bytes = shm.f_bavail * shm.f_frsize;
   const std::size_t per_rank = free_bytes / 8 / static_cast<std::size_t>(size);
-  const std::size_t fixed = 2 * 4096 + kTeamHeapBytes;  // control page, profile, heap
+  const std::size_t fixed = 2 * 4096 + detail::kMpiTeamHeapBytes;  // control page, profile, heap
   const std::size_t slot = per_rank > fixed ? (per_rank - fixed) / 2 / 4096 * 4096 : 0;
   if (slot >= 4096) return std::min(wanted, slot);
   reason = "/dev/shm has " + std::to_string(free_bytes) + " bytes free; a team of " +
@@ -249,7 +271,7 @@ Team join_node_team(MPI_Comm comm, std::uint64_t* id) {
   PMPI_Comm_size(comm, &size);
   char name[256] = {};
   Options options;
-  options.heap_bytes = kTeamHeapBytes;
+  options.heap_bytes = detail::kMpiTeamHeapBytes;
   if (rank == 0) {
     std::string reason;
     options.slot_bytes = slot_bytes_within_budget(size, reason);
@@ -273,16 +295,19 @@ Route route_of(MPI_Comm comm) {
   CachedTeam* cached = cached_of(comm);
   if (!cached) return {};
   if (!cached->decided) {
-    if (cached->warm_up_left > 0) {
-      --cached->warm_up_left;
-      note_pmpi_reason(PmpiReason::warming_up);
+    if (++cached->calls >= cached->next_check) {
+      cached->next_check = 2 * cached->calls;
+      decide(comm, *cached);
+      if (cached->holds_team()) ++teams_alive;
+      if (cached->team) alive_bytes += cached->team->segment_bytes();
+      note_held_bytes();
+    }
+    if (!cached->decided) {
+      note_pmpi_reason(cached->why_pmpi);
+      timed = cached;
+      timed_since = std::chrono::steady_clock::now();
       return {};
     }
-    cached->decided = true;
-    create_team(comm, *cached);
-    if (cached->holds_team()) ++teams_alive;
-    if (cached->team) alive_bytes += cached->team->segment_bytes();
-    note_held_bytes();
   }
   // A team that ended (every member learns it at its next call at the latest) is retired; the
   // slot it held goes back to the cap.
@@ -295,6 +320,12 @@ Route route_of(MPI_Comm comm) {
   }
   if (!cached->holds_team()) note_pmpi_reason(cached->why_pmpi);
   return {cached->team ? &*cached->team : nullptr, cached->spanning.get()};
+}
+
+void pmpi_call_ended() {
+  if (!timed) return;
+  timed->pmpi_time += std::chrono::steady_clock::now() - timed_since;
+  timed = nullptr;
 }
 
 Team* one_node_team(MPI_Comm comm) {

@@ -33,6 +33,9 @@ Route route_of(MPI_Comm comm);
 // route_of(comm).team, for the collectives that run on one node's team only (on a communicator
 // spanning nodes they go to PMPI, and the verbose table says so).
 Team* one_node_team(MPI_Comm comm);
+// Ends the timing route_of started for a communicator still warming up (its PMPI call returned):
+// what tells a busy communicator from one used now and then.
+void pmpi_call_ended();
 // Joins a shmcoll team of all of `comm`'s members (collective on `comm`; the segment name goes
 // out with PMPI_Bcast), and sets `id` to an id every member gets the same. Throws shmcoll::Error
 // when this rank cannot join.
@@ -126,10 +129,10 @@ enum class PmpiReason : unsigned char {
   null_handle,         // MPI_COMM_NULL, MPI_DATATYPE_NULL: the MPI reports the error
   layer_off,           // SHMCOLL_MPI_DISABLE=1
   thread_multiple,     // the program asked for MPI_THREAD_MULTIPLE
-  warming_up,          // the communicator's first SHMCOLL_MPI_TEAM_AFTER_CALLS calls
+  warming_up,          // the communicator's calls before it proved busy
   one_rank,            // a communicator of one rank (MPI_COMM_SELF): the MPI's copy is as fast
   intercommunicator,   //
-  team_cap,            // SHMCOLL_MPI_MAX_TEAMS communicators already hold a team
+  team_cap,            // SHMCOLL_MPI_MAX_TEAMS communicators held a team at its last check
   no_team,             // a member could not join (too little /dev/shm, ...), said on stderr
   team_ended,          // a mismatched call or a dead peer ended the communicator's team
   spans_nodes,         // the collective runs on one node's team only

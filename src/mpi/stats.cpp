@@ -28,7 +28,8 @@ const char* reason_text(PmpiReason reason) {
     case PmpiReason::null_handle:
       return "a null handle (the MPI reports the error)";
     case PmpiReason::warming_up:
-      return "the communicator's first calls (SHMCOLL_MPI_TEAM_AFTER_CALLS) before its team";
+      return "the communicator's first calls, before it proved busy (SHMCOLL_MPI_TEAM_AFTER_CALLS, "
+             "SHMCOLL_MPI_NEW_TEAM_AFTER_US)";
     case PmpiReason::one_rank:
       return "a communicator of one rank (the MPI's own copy)";
     case PmpiReason::layer_off:
@@ -38,7 +39,7 @@ const char* reason_text(PmpiReason reason) {
     case PmpiReason::intercommunicator:
       return "an intercommunicator";
     case PmpiReason::team_cap:
-      return "SHMCOLL_MPI_MAX_TEAMS communicators already had a team when this one was first used";
+      return "SHMCOLL_MPI_MAX_TEAMS communicators held a team at this one's last check";
     case PmpiReason::no_team:
       return "a member could not join a team (said on stderr)";
     case PmpiReason::team_ended:
@@ -89,6 +90,7 @@ CallTimer::CallTimer(int row) : row_(row) {
 }
 
 CallTimer::~CallTimer() {
+  pmpi_call_ended();
   if (!verbose()) return;
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start_;
   Row& row = rows[row_];

@@ -12,11 +12,20 @@
 
 int failures = 0;
 
+static int set_to_zero(const char* name) {
+  const char* value = getenv(name);
+  return value && strcmp(value, "0") == 0;
+}
+
 int layer_serves_every_call(MPI_Comm comm) {
   const char* fake_nodes = getenv("SHMCOLL_MPI_FAKE_NODES");
   int size = 0;
   MPI_Comm_size(comm, &size);
-  return shmcoll_mpi_layer_version && !(fake_nodes && atoi(fake_nodes) > 1) && size > 1;
+  // By default a communicator's first calls go to PMPI (SHMCOLL_MPI_TEAM_AFTER_CALLS and
+  // SHMCOLL_MPI_NEW_TEAM_AFTER_US at 0: a team from its first call).
+  return shmcoll_mpi_layer_version && !(fake_nodes && atoi(fake_nodes) > 1) && size > 1 &&
+         set_to_zero("SHMCOLL_MPI_TEAM_AFTER_CALLS") &&
+         set_to_zero("SHMCOLL_MPI_NEW_TEAM_AFTER_US");
 }
 static uint64_t digest = 1469598103934665603ull;
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # usage: run_comm_churn_test.sh MPIRUN CHURN_PROGRAM LAYER_LIBRARY NP
 # Communicators that come and go through the layer (bench/mpi_comm_churn.c, which checks every
-# result): dup/free, split/free and create_group/free loops take their teams from the pool of freed ones instead of
-# making one each, leave no descriptor, mapping or /dev/shm file behind, and with
-# SHMCOLL_MPI_TEAM_AFTER_CALLS a communicator's first calls go to PMPI under that reason.
+# result): dup/free, split/free and create_group/free loops take their teams from the pool of freed
+# ones instead of making one each, leave no descriptor, mapping or /dev/shm file behind; by default
+# a communicator gets a team only once busy, a busy one gets the place a freed one leaves under
+# the team cap, and idle ones never get one.
 set -euo pipefail
 mpirun=$1 program=$2 layer=$3 np=$4
 source "$(dirname "$0")/mpi_launch.sh"
@@ -24,9 +25,11 @@ kept_nothing() {
 }
 taken() { awk '/communicator teams:/ {print $9}' "$work/$1"; }
 
-run dup -- dup 1000
-run split -- split 200 3
-run group -- group 200 3
+# The pool: every communicator wants a team from its first call.
+first_call=(SHMCOLL_MPI_TEAM_AFTER_CALLS=0 SHMCOLL_MPI_NEW_TEAM_AFTER_US=0)
+run dup "${first_call[@]}" -- dup 1000
+run split "${first_call[@]}" -- split 200 3
+run group "${first_call[@]}" -- group 200 3
 cat "$work/dup" "$work/split" "$work/group"
 kept_nothing dup
 kept_nothing split
@@ -35,13 +38,45 @@ kept_nothing group
 [ "$(taken dup)" -ge 990 ] || { echo "FAIL: dup/free made teams instead of reusing"; exit 1; }
 [ "$(taken split)" -ge 190 ] || { echo "FAIL: split/free made teams instead of reusing"; exit 1; }
 [ "$(taken group)" -ge 190 ] || { echo "FAIL: create_group/free made teams instead of reusing"; exit 1; }
-
-# (MPI_COMM_WORLD's own team is made late here, at its third call, so mappings grow once.)
-run warm SHMCOLL_MPI_TEAM_AFTER_CALLS=2 -- split 50 4
-grep -q "to PMPI: the communicator's first calls" "$work/warm" ||
-  { cat "$work/warm"; echo "FAIL: no call went to PMPI while warming up"; exit 1; }
-run no_pool SHMCOLL_MPI_POOL_TEAMS=0 -- dup 50
+run no_pool "${first_call[@]}" SHMCOLL_MPI_POOL_TEAMS=0 -- dup 50
 [ "$(taken no_pool)" -eq 0 ] || { echo "FAIL: SHMCOLL_MPI_POOL_TEAMS=0 still reused"; exit 1; }
 
+# By default a communicator used once (after MPI_COMM_WORLD's first call) never gets a team, and
+# the split loop takes the pool's from its second call on.
+made() { awk '/communicator teams:/ {print $4}' "$work/$1"; }
+through() { awk -v name="$2" '$1 == "shmcoll:" && $2 == name {print $4}' "$work/$1"; }
+run dup_default -- dup 200
+[ "$(made dup_default)" -eq 1 ] || { cat "$work/dup_default"; echo "FAIL: a dup used once got a team"; exit 1; }
+grep -q "to PMPI: the communicator's first calls" "$work/dup_default" ||
+  { cat "$work/dup_default"; echo "FAIL: no call went to PMPI while warming up"; exit 1; }
+# Busy and idle: 30 communicators used once (as a library's setup call), then 5 of them busy. A
+# new team once the calls spent 200 us in PMPI: the 5 busy ones get one, the idle ones none. A
+# threshold out of reach: no communicator but MPI_COMM_WORLD gets one.
+run busy SHMCOLL_MPI_NEW_TEAM_AFTER_US=200 -- kept 30 5 3000 1
+[ "$(made busy)" -eq 6 ] || { cat "$work/busy"; echo "FAIL: not exactly the 5 busy ones (and MPI_COMM_WORLD) got teams"; exit 1; }
+run never SHMCOLL_MPI_NEW_TEAM_AFTER_US=2000000000 -- kept 30 5 300 2
+[ "$(made never)" -eq 1 ] || { cat "$work/never"; echo "FAIL: teams made under an unreachable threshold"; exit 1; }
+# The team cap decided by use: with room for two teams (MPI_COMM_WORLD's and one more), the second
+# communicator is refused while the first holds one, and gets the first's (from the pool) once
+# that one is freed.
+run handover "${first_call[@]}" SHMCOLL_MPI_MAX_TEAMS=2 -- handover 200
+grep -q "to PMPI: SHMCOLL_MPI_MAX_TEAMS" "$work/handover" ||
+  { cat "$work/handover"; echo "FAIL: the cap refused no call"; exit 1; }
+[ "$(through handover allreduce)" -ge 300 ] ||
+  { cat "$work/handover"; echo "FAIL: the second communicator got no team once the first was freed"; exit 1; }
+
+# A rank killed in the middle of a split loop (its communicator's team from the pool): the job
+# ends (the survivor waiting on it is told, or the launcher ends it first), nothing is left.
+set +e
+timeout 120 "$mpirun" "${extra[@]}" -np "$np" env LD_PRELOAD="$layer" "${first_call[@]}" \
+  "$program" die 100 4 50 > "$work/die" 2>&1
+status=$?
+set -e
+[ "$status" -ne 124 ] || { cat "$work/die"; echo "FAIL: the job hung after a rank died"; exit 1; }
+[ "$status" -ne 0 ] || { cat "$work/die"; echo "FAIL: the job ended well although a rank died"; exit 1; }
+sleep 1
+! pgrep -f "$program die" > /dev/null || { echo "FAIL: ranks outlived the job"; exit 1; }
+died=$(grep -c "peer_failed" "$work/die" || true)
+
 [ "$(shmcoll_files)" -eq "$shm_before" ] || { echo "FAIL: shmcoll files left in /dev/shm"; exit 1; }
-echo "PASS: $np ranks, teams from the pool: $(taken dup) of 1000 dup/free, $(taken split) of 200 split/free, $(taken group) of 200 create_group/free"
+echo "PASS: $np ranks, teams from the pool: $(taken dup) of 1000 dup/free, $(taken split) of 200 split/free, $(taken group) of 200 create_group/free; teams made for the 5 busy of 30 communicators: $(($(made busy) - 1)); handed over under the cap: $(through handover allreduce) of 600 calls through shmcoll; a rank killed mid-loop: the job ended ($status), $died survivor(s) told by shmcoll first"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # usage: run_mpi_layer_test.sh MPIRUN PROGRAM LAYER_LIBRARY NP [FAKE_NODES]
 # (SHMCOLL_TEST_NO_PMPI=1: also fail when any call went to PMPI; SHMCOLL_TEST_PMPI_REASONS: reasons
-# the verbose table must name.)
+# the verbose table must name; SHMCOLL_TEST_LAYER_DEFAULTS=1: communicators warm up through PMPI
+# as by default, and only results are compared, else each gets its team at its first call.)
 # Runs PROGRAM under MPIRUN with NP ranks twice, without the layer and with it preloaded, and
 # passes when both runs pass their own checks, every rank's digest is the same in both, and the
 # layer really took the shmcoll path (SHMCOLL_MPI_VERBOSE's counts on rank 0): every intercepted
@@ -14,7 +15,10 @@ source "$(dirname "$0")/mpi_launch.sh"
 "$mpirun" "${extra[@]}" -np "$np" "$program" > "$work/plain" 2> "$work/plain.err" ||
   { cat "$work/plain" "$work/plain.err"; echo "FAIL: the program fails without the layer"; exit 1; }
 # The preload goes on the program only, not on the launcher.
-"$mpirun" "${extra[@]}" -np "$np" env LD_PRELOAD="$layer" SHMCOLL_MPI_VERBOSE=1 \
+defaults=${SHMCOLL_TEST_LAYER_DEFAULTS:-0}
+first_call=(SHMCOLL_MPI_TEAM_AFTER_CALLS=0 SHMCOLL_MPI_NEW_TEAM_AFTER_US=0)
+[ "$defaults" = 1 ] && first_call=()
+"$mpirun" "${extra[@]}" -np "$np" env LD_PRELOAD="$layer" SHMCOLL_MPI_VERBOSE=1 "${first_call[@]}" \
   SHMCOLL_MPI_FAKE_NODES="$fake_nodes" "$program" > "$work/layer" 2> "$work/layer.err" ||
   { cat "$work/layer" "$work/layer.err"; echo "FAIL: the program fails with the layer"; exit 1; }
 sort "$work/plain" > "$work/plain.sorted"
@@ -29,6 +33,7 @@ collectives="barrier bcast reduce allreduce reduce_local"
 [ "$fake_nodes" -le 1 ] && collectives="$collectives reduce_scatter reduce_scatter_block scatter
   scatterv gather gatherv allgather allgatherv scan exscan alltoall alltoallv alltoallw"
 [ "$np" -eq 1 ] && collectives="reduce_local"  # one rank's communicators are the MPI's
+[ "$defaults" = 1 ] && collectives="allreduce"  # most communicators here are used a few times
 for name in $collectives; do
   count=$(awk -v name="$name" '$1 == "shmcoll:" && $2 == name {print $4}' "$work/layer.err")
   if [ "${count:-0}" -eq 0 ]; then

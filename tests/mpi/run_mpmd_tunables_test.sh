@@ -7,12 +7,14 @@
 set -euo pipefail
 mpirun=$1 program=$2 layer=$3
 source "$(dirname "$0")/mpi_launch.sh"
+first_call=(SHMCOLL_MPI_TEAM_AFTER_CALLS=0 SHMCOLL_MPI_NEW_TEAM_AFTER_US=0)  # a team for each
 
 "$mpirun" "${extra[@]}" -np 2 "$program" > "$work/plain" 2> "$work/plain.err" ||
   { cat "$work/plain" "$work/plain.err"; echo "FAIL: the program fails without the layer"; exit 1; }
 "$mpirun" "${extra[@]}" \
-  -np 1 env LD_PRELOAD="$layer" SHMCOLL_ALLREDUCE_ALGORITHM=allreduce_tree "$program" : \
-  -np 1 env LD_PRELOAD="$layer" SHMCOLL_ALLREDUCE_ALGORITHM=allreduce_all_read \
+  -np 1 env LD_PRELOAD="$layer" "${first_call[@]}" SHMCOLL_ALLREDUCE_ALGORITHM=allreduce_tree \
+  "$program" : \
+  -np 1 env LD_PRELOAD="$layer" "${first_call[@]}" SHMCOLL_ALLREDUCE_ALGORITHM=allreduce_all_read \
   SHMCOLL_HIERARCHY=core "$program" > "$work/layer" 2> "$work/layer.err" ||
   { cat "$work/layer" "$work/layer.err"; echo "FAIL: the MPMD program fails with the layer"; exit 1; }
 if ! diff <(sort "$work/plain") <(sort "$work/layer"); then
