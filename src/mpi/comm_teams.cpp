@@ -13,6 +13,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "api/environment.hpp"
 #include "coll/tunables.hpp"
@@ -35,7 +36,8 @@ struct CachedTeam {
   std::vector<int> members;
   // Until `decided`, the communicator's calls go to PMPI and every member counts them alike: at
   // call `next_check` (and twice as many calls later each time it is not yet decided) the members
-  // agree whether it gets a team. `pmpi_time`: what its PMPI calls took on this rank so far.
+  // agree whether it gets a team. `pmpi_time`: what its PMPI calls took on this rank since its last
+  // check (then added to its members' warm-up time in the pool).
   long calls = 0;
   long next_check = 1;
   std::chrono::steady_clock::duration pmpi_time{};
@@ -139,15 +141,20 @@ MPI_Comm split_by_node(MPI_Comm comm) {
 // nodes) when the communicator has proved busy, or leaves it to PMPI, for now (warming up, the
 // team cap reached) or for good (a member could not join). One PMPI_Allreduce decides it all:
 // every member is willing (the cap counts this process's teams, which differ by rank), which team
-// each kept, and the longest any member's PMPI calls on it took.
+// each kept, and the longest any member's PMPI calls took on these ranks' communicators while they
+// warmed up (TeamPool::warm_up_time).
 void decide(MPI_Comm comm, CachedTeam& cached) {
   const auto start = std::chrono::steady_clock::now();
   if (cached.members.empty()) cached.members = world_ranks_of(comm);
   const std::uint64_t kept = pool().find(cached.members);
+  // Spanning or spawned members have no pool entry: their communicator's own time counts.
+  auto& warm_up_time =
+      cached.members.empty() ? cached.pmpi_time : pool().warm_up_time(cached.members);
+  if (!cached.members.empty()) warm_up_time += std::exchange(cached.pmpi_time, {});
   const std::int64_t proposed[4] = {
       teams_alive < team_cap() ? 0 : 1, static_cast<std::int64_t>(kept),
       -static_cast<std::int64_t>(kept),
-      std::chrono::duration_cast<std::chrono::microseconds>(cached.pmpi_time).count()};
+      std::chrono::duration_cast<std::chrono::microseconds>(warm_up_time).count()};
   std::int64_t agreed[4] = {};
   PMPI_Allreduce(proposed, agreed, 4, MPI_INT64_T, MPI_MAX, comm);
   if (agreed[0] != 0) {  // asked again at the next check: a busy communicator gets a freed place
@@ -162,10 +169,17 @@ void decide(MPI_Comm comm, CachedTeam& cached) {
     return;
   }
   if (comm != MPI_COMM_WORLD && agreed[3] < new_team_after().count()) {
+    // At the pace so far, the threshold is reached after about `at_pace` calls: the next check
+    // comes then (within 2 to 16 times the calls so far), so cheap calls are not slowed by checks.
     cached.why_pmpi = PmpiReason::warming_up;
+    const long at_pace = static_cast<long>(
+        static_cast<double>(cached.calls) * static_cast<double>(new_team_after().count()) /
+        static_cast<double>(std::max<std::int64_t>(agreed[3], 1)));
+    cached.next_check = std::clamp(at_pace, 2 * cached.calls, 16 * cached.calls);
     return;
   }
   cached.decided = true;
+  if (comm != MPI_COMM_WORLD) warm_up_time -= new_team_after();  // the next is earned anew
 
   MPI_Comm node = split_by_node(comm);
   int size = 0, node_size = 0, rank = 0;

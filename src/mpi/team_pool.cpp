@@ -47,4 +47,9 @@ std::optional<Team> TeamPool::take(std::uint64_t id) {
   return team;
 }
 
+std::chrono::steady_clock::duration& TeamPool::warm_up_time(const std::vector<int>& members) {
+  if (warm_up_time_.size() >= 256 && !warm_up_time_.contains(members)) warm_up_time_.clear();
+  return warm_up_time_[members];
+}
+
 }  // namespace shmcoll::mpi

@@ -7,8 +7,10 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -30,7 +32,15 @@ class TeamPool {
   std::uint64_t find(const std::vector<int>& members) const;
   // Takes the team kept as `id` out of the pool.
   std::optional<Team> take(std::uint64_t id);
-  void clear() { entries_.clear(); }
+  void clear() {
+    entries_.clear();
+    warm_up_time_.clear();
+  }
+  // What this process's PMPI calls on communicators of `members` took while those warmed up, since
+  // the last new team made for them: what earns these ranks a new team, which the pool then hands
+  // from one of their communicators to the next (a split loop's communicators each live too
+  // briefly to earn one alone). Kept for the most recent 256 sets of members.
+  std::chrono::steady_clock::duration& warm_up_time(const std::vector<int>& members);
   // Kept teams and the /dev/shm their segments hold.
   std::size_t size() const { return entries_.size(); }
   std::size_t bytes() const;
@@ -43,6 +53,7 @@ class TeamPool {
   };
   std::size_t capacity_;
   std::deque<Entry> entries_;  // oldest first
+  std::map<std::vector<int>, std::chrono::steady_clock::duration> warm_up_time_;
 };
 
 }  // namespace shmcoll::mpi
