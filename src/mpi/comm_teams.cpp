@@ -147,7 +147,8 @@ void decide(MPI_Comm comm, CachedTeam& cached) {
   const auto start = std::chrono::steady_clock::now();
   if (cached.members.empty()) cached.members = world_ranks_of(comm);
   const std::uint64_t kept = pool().find(cached.members);
-  // Spanning or spawned members have no pool entry: their communicator's own time counts.
+  // Members outside MPI_COMM_WORLD (spawned, connected) have no account: the communicator's own
+  // time counts.
   auto& warm_up_time =
       cached.members.empty() ? cached.pmpi_time : pool().warm_up_time(cached.members);
   if (!cached.members.empty()) warm_up_time += std::exchange(cached.pmpi_time, {});
