@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bench_timing.hpp"
+#include "coll/tunables.hpp"
 #include "shmcoll/shmcoll.hpp"
 
 namespace {
@@ -110,11 +111,13 @@ int main(int argc, char** argv) {
               switch_us(1));
   std::printf("%6s %14s %18s %18s %22s\n", "ranks", "team_made_ms", "open_files_root",
               "open_files_other", "backed_KiB_per_rank");
-  // The slot size every team here gets: SHMCOLL_SLOT_BYTES, else the default, in whole pages.
-  const char* slot_env = std::getenv("SHMCOLL_SLOT_BYTES");
-  std::size_t slot_bytes = slot_env ? std::strtoull(slot_env, nullptr, 10) : 256 << 10;
-  slot_bytes = (std::max<std::size_t>(slot_bytes, 1) + page - 1) / page * page;
+  const auto tunables = shmcoll::coll::Tunables::from_env();
   for (int ranks : sizes) {
+    // The slot size a team of `ranks` gets, in whole pages.
+    const std::size_t slot_bytes =
+        (std::max<std::size_t>(tunables.slot_bytes_for(static_cast<std::uint32_t>(ranks)), 1) +
+         static_cast<std::size_t>(page) - 1) /
+        static_cast<std::size_t>(page) * static_cast<std::size_t>(page);
     std::vector<double> made;
     TeamFigures figures{};
     for (int run = 0; run < runs; ++run) {

@@ -91,7 +91,7 @@ ordered_json describe(int ranks) {
   // takes pages only as it is written).
   const auto segment = [&](std::size_t heap_bytes) {
     return shmcoll::shm::SegmentLayout::compute(static_cast<std::uint32_t>(ranks),
-                                                tunables.slot_bytes, heap_bytes)
+                                                tunables.slot_bytes_for(ranks), heap_bytes)
         .total_bytes;
   };
   info["dev_shm"] = {

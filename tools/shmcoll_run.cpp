@@ -19,6 +19,7 @@
 
 #include "api/launch_env.hpp"
 #include "api/rank_setup.hpp"
+#include "api/team_state.hpp"
 #include "coll/tunables.hpp"
 #include "shm/placement.hpp"
 #include "shm/segment.hpp"
@@ -96,7 +97,8 @@ int main(int argc, char** argv) {
     const auto tunables = shmcoll::coll::Tunables::from_env();
     int segment_fd = -1;
     shmcoll::shm::Segment segment = shmcoll::shm::Segment::create_unlinked(
-        size, {tunables.slot_bytes, tunables.heap_bytes}, &segment_fd);
+        size, shmcoll::detail::segment_sizes_for({}, tunables, static_cast<std::uint32_t>(size)),
+        &segment_fd);
 
     sigset_t stop_signals, original_mask;
     sigemptyset(&stop_signals);

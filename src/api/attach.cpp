@@ -74,10 +74,10 @@ Team Team::join(const std::string& name, int rank, int size, const Options& opti
   // The MPI launcher (or nobody) has bound this process: the tree follows where it runs.
   const topo::Topology& topology = topo::Topology::shared(options.topology);
   const detail::RankSetup setup{detail::locate_rank(topology, -1), detail::placement_from(options)};
-  shm::Segment segment = rank == 0
-                             ? shm::Segment::create_named(
-                                   name, team_size, detail::segment_sizes_for(options, tunables))
-                             : shm::Segment::open_named(name, team_size, kJoinTimeoutMs);
+  shm::Segment segment =
+      rank == 0 ? shm::Segment::create_named(
+                      name, team_size, detail::segment_sizes_for(options, tunables, team_size))
+                : shm::Segment::open_named(name, team_size, kJoinTimeoutMs);
   // The last member to map the segment removes its name, so nothing outlives the team.
   if (segment.header().attached.fetch_add(1, std::memory_order_acq_rel) + 1 == team_size) {
     shm::Segment::unlink_name(name);

@@ -60,8 +60,8 @@ void run(int n, const Options& options, const std::function<void(Team&)>& fn) {
   const Plan plan{topology, detail::plan_cores(topology, n, options, "shmcoll::run"),
                   detail::placement_from(options), coll::Tunables::from_env()};
   int fd = -1;
-  shm::Segment segment =
-      shm::Segment::create_unlinked(size, detail::segment_sizes_for(options, plan.tunables), &fd);
+  shm::Segment segment = shm::Segment::create_unlinked(
+      size, detail::segment_sizes_for(options, plan.tunables, size), &fd);
   shm::Segment watch_segment = shm::Segment::from_fd(fd, size);  // outlives rank 0's team
   ::close(fd);
 

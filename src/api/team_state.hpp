@@ -84,9 +84,10 @@ struct TeamAccess {
   static const TeamState& state(const Team& team) { return *team.state_; }
 };
 
-inline shm::SegmentSizes segment_sizes_for(const Options& options, const coll::Tunables& tunables) {
-  return {options.slot_bytes != 0 ? options.slot_bytes : tunables.slot_bytes,
-          options.heap_bytes != 0 ? options.heap_bytes : tunables.heap_bytes};
-}
+// The sizes a new segment gets: the caller's, else the tunables'. A default slot (neither set)
+// halves, down to 256 KiB, until the team's slots take at most half of what /dev/shm has free, so
+// a small /dev/shm (Docker's 64 MiB) runs as many ranks as with 256 KiB slots.
+shm::SegmentSizes segment_sizes_for(const Options& options, const coll::Tunables& tunables,
+                                    std::uint32_t team_size);
 
 }  // namespace shmcoll::detail

@@ -15,8 +15,9 @@ namespace {
 
 // Defaults and the measurement behind each (2-core AMD EPYC VM, see README, Benchmarks).
 constexpr TunableInfo kTunables[] = {
-    {"SHMCOLL_SLOT_BYTES", "262144",
-     "bytes of each of a rank's two data slots (= pipeline chunk); memory is 2 * size * slot"},
+    {"SHMCOLL_SLOT_BYTES", "0",
+     "bytes of each of a rank's two data slots (= pipeline chunk); memory is 2 * size * slot; 0: "
+     "4 MiB / size, within 256 KiB-1 MiB"},
     {"SHMCOLL_HEAP_BYTES", "67108864",
      "bytes of each rank's heap for Team::allocate (address space; pages count once written)"},
     {"SHMCOLL_DIRECT_MIN", "8192",
@@ -175,9 +176,16 @@ const char* algorithm_name(Algorithm algorithm) {
   return "?";
 }
 
+std::size_t Tunables::slot_bytes_for(std::uint32_t team_size) const {
+  if (slot_bytes != 0) return slot_bytes;
+  constexpr std::size_t kTeamSlots = std::size_t{4} << 20, kLeast = 256 << 10, kMost = 1 << 20;
+  return std::clamp(kTeamSlots / std::max<std::uint32_t>(team_size, 1) / 4096 * 4096, kLeast,
+                    kMost);
+}
+
 Tunables Tunables::from_env() {
   Tunables t;
-  t.slot_bytes = static_cast<std::size_t>(env_number("SHMCOLL_SLOT_BYTES", 256 << 10));
+  t.slot_bytes = static_cast<std::size_t>(env_number("SHMCOLL_SLOT_BYTES", 0));
   t.heap_bytes = static_cast<std::size_t>(env_number("SHMCOLL_HEAP_BYTES", 64 << 20));
   t.spin_ns = static_cast<long>(env_number("SHMCOLL_SPIN_NS", -1));
   t.yield_ns = static_cast<long>(env_number("SHMCOLL_YIELD_NS", -1));
