@@ -1,9 +1,45 @@
 // The intercepted MPI entry points that are not collectives: set-up and tear-down, and the
 // lifetimes of user ops and datatypes, whose handles the layer caches (reductions.cpp and
 // movement.cpp hold the collectives).
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
 #include "mpi/layer.hpp"
 
 using namespace shmcoll::mpi;
+
+void shmcoll::mpi::refuse_the_wrong_mpi() {
+#ifdef OPEN_MPI
+  constexpr bool built_for_open_mpi = true;
+#else
+  constexpr bool built_for_open_mpi = false;
+#endif
+  // The library the program's PMPI calls (and so the layer's) reach, and this layer's own file.
+  Dl_info mpi{}, layer{};
+  if (dladdr(reinterpret_cast<void*>(&PMPI_Init), &mpi) == 0 || mpi.dli_fname == nullptr) return;
+  if (dladdr(reinterpret_cast<void*>(&refuse_the_wrong_mpi), &layer) == 0) return;
+  void* library = dlopen(mpi.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+  if (library == nullptr) return;
+  const bool open_mpi = dlsym(library, "ompi_mpi_comm_world") != nullptr;
+  dlclose(library);
+  if (open_mpi == built_for_open_mpi) return;
+  // Its handles are not this layer's: any call through it would misread them. Nothing has run yet.
+  std::string right = layer.dli_fname != nullptr ? layer.dli_fname : "libshmcoll_mpi_openmpi.so";
+  const char* ours = built_for_open_mpi ? "openmpi" : "mpich";
+  const char* theirs = open_mpi ? "openmpi" : "mpich";
+  if (const auto at = right.rfind(ours); at != std::string::npos)
+    right.replace(at, std::strlen(ours), theirs);
+  std::fprintf(stderr,
+               "shmcoll: %s is the MPI layer for %s, but this program runs on %s (%s): preload %s "
+               "instead\n",
+               layer.dli_fname, built_for_open_mpi ? "Open MPI" : "MPICH",
+               open_mpi ? "Open MPI" : "MPICH", mpi.dli_fname, right.c_str());
+  std::_Exit(1);
+}
 
 void shmcoll::mpi::note_thread_level() {
   int provided = MPI_THREAD_SINGLE;
@@ -24,12 +60,14 @@ __attribute__((visibility("default"))) const char* shmcoll_mpi_layer_version(voi
 }
 
 int MPI_Init(int* argc, char*** argv) {
+  refuse_the_wrong_mpi();
   const int result = PMPI_Init(argc, argv);
   note_thread_level();
   return result;
 }
 
 int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
+  refuse_the_wrong_mpi();
   const int result = PMPI_Init_thread(argc, argv, required, provided);
   set_thread_level(*provided);
   return result;

@@ -62,6 +62,9 @@ void set_thread_level(int provided);
 // What the layer does after the MPI's initialisation (from the thread level it provides) and
 // before its finalisation, whichever language's entry point the program called.
 void note_thread_level();
+// Ends the process with a one-line error naming the right file when the program's MPI is not
+// the one this layer was built for (called before the MPI initialises, from every init entry).
+void refuse_the_wrong_mpi();
 void finalize_layer();
 
 // Predefined MPI element types as shmcoll ones; nullopt: not an element type shmcoll reduces.
