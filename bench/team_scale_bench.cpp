@@ -19,6 +19,7 @@
 
 #include "bench_timing.hpp"
 #include "coll/tunables.hpp"
+#include "shm/layout.hpp"
 #include "shmcoll/shmcoll.hpp"
 
 namespace {
@@ -113,11 +114,11 @@ int main(int argc, char** argv) {
               "open_files_other", "backed_KiB_per_rank");
   const auto tunables = shmcoll::coll::Tunables::from_env();
   for (int ranks : sizes) {
-    // The slot size a team of `ranks` gets, in whole pages.
-    const std::size_t slot_bytes =
-        (std::max<std::size_t>(tunables.slot_bytes_for(static_cast<std::uint32_t>(ranks)), 1) +
-         static_cast<std::size_t>(page) - 1) /
-        static_cast<std::size_t>(page) * static_cast<std::size_t>(page);
+    // The slot size a team of `ranks` gets, as its segment lays it out.
+    const std::size_t slot_bytes = shmcoll::shm::SegmentLayout::compute(
+                                       static_cast<std::uint32_t>(ranks),
+                                       tunables.slot_bytes_for(static_cast<std::uint32_t>(ranks)))
+                                       .slot_bytes;
     std::vector<double> made;
     TeamFigures figures{};
     for (int run = 0; run < runs; ++run) {

@@ -21,6 +21,9 @@ int env_count(const char* name, int fallback) {
 const MpiLayerSettings& mpi_layer_settings() {
   static const MpiLayerSettings settings = [] {
     MpiLayerSettings read;
+    const char* disable = std::getenv(kMpiDisableEnv);
+    read.disabled = disable && *disable && std::atoi(disable) != 0;
+    read.fake_nodes = env_count(kMpiFakeNodesEnv, read.fake_nodes);
     read.max_teams = env_count(kMpiMaxTeamsEnv, read.max_teams);
     read.pool_teams = env_count(kMpiPoolTeamsEnv, read.pool_teams);
     read.team_after_calls = env_count(kMpiTeamAfterCallsEnv, read.team_after_calls);
@@ -43,7 +46,8 @@ std::vector<EnvironmentVariable> environment_variables() {
        "launcher"},
       {kCoreEnv, "-", "the logical core shmcoll-run bound this rank to (--bind-to core)",
        "launcher"},
-      {kMpiDisableEnv, "0", "1 makes every MPI collective a plain PMPI call", "MPI layer"},
+      {kMpiDisableEnv, defaults.disabled ? "1" : "0",
+       "1 makes every MPI collective a plain PMPI call", "MPI layer"},
       {kMpiVerboseEnv, "0",
        "1 prints per-collective calls, bytes and time through shmcoll and PMPI, and why calls went "
        "to PMPI, at MPI_Finalize",
@@ -61,7 +65,7 @@ std::vector<EnvironmentVariable> environment_variables() {
       {kMpiPoolTeamsEnv, std::to_string(defaults.pool_teams),
        "teams of freed communicators kept for the next communicator over the same ranks",
        "MPI layer"},
-      {kMpiFakeNodesEnv, "0",
+      {kMpiFakeNodesEnv, std::to_string(defaults.fake_nodes),
        "split MPI_COMM_WORLD into k pretend nodes (tests the multi-node path)", "MPI layer"},
   };
   all.insert(all.end(), std::begin(others), std::end(others));

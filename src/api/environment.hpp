@@ -19,8 +19,10 @@ inline constexpr const char* kMpiNewTeamAfterEnv = "SHMCOLL_MPI_NEW_TEAM_AFTER_U
 // A communicator's team's heap per rank: MPI programs bring their own buffers.
 inline constexpr std::size_t kMpiTeamHeapBytes = 4096;
 
-// The MPI layer's numeric settings, defaults here and nowhere else.
+// The MPI layer's settings, defaults here and nowhere else.
 struct MpiLayerSettings {
+  bool disabled = false;         // SHMCOLL_MPI_DISABLE (any number but 0)
+  int fake_nodes = 0;            // SHMCOLL_MPI_FAKE_NODES
   int max_teams = 16;            // SHMCOLL_MPI_MAX_TEAMS
   int pool_teams = 4;            // SHMCOLL_MPI_POOL_TEAMS
   int team_after_calls = 1;      // SHMCOLL_MPI_TEAM_AFTER_CALLS

@@ -97,14 +97,14 @@ topo::Tree join_and_build_tree(shm::Rounds& rounds, const topo::Location& locati
 shm::SegmentSizes segment_sizes_for(const Options& options, const coll::Tunables& tunables,
                                     std::uint32_t team_size) {
   const std::size_t heap = options.heap_bytes != 0 ? options.heap_bytes : tunables.heap_bytes;
-  if (options.slot_bytes != 0 || tunables.slot_bytes != 0) {
-    return {options.slot_bytes != 0 ? options.slot_bytes : tunables.slot_bytes, heap};
-  }
+  if (options.slot_bytes != 0) return {options.slot_bytes, heap};
   std::size_t slot = tunables.slot_bytes_for(team_size);
+  if (tunables.slot_bytes != 0) return {slot, heap};  // SHMCOLL_SLOT_BYTES, as set
   struct statvfs shm {};
   if (statvfs("/dev/shm", &shm) == 0) {
     const std::size_t half_free = shm.f_bavail * shm.f_frsize / 2;
-    while (slot > (std::size_t{256} << 10) && std::size_t{team_size} * 2 * slot > half_free) {
+    while (slot > coll::Tunables::kLeastDefaultSlot &&
+           std::size_t{team_size} * 2 * slot > half_free) {
       slot /= 2;
     }
   }

@@ -178,9 +178,9 @@ const char* algorithm_name(Algorithm algorithm) {
 
 std::size_t Tunables::slot_bytes_for(std::uint32_t team_size) const {
   if (slot_bytes != 0) return slot_bytes;
-  constexpr std::size_t kTeamSlots = std::size_t{4} << 20, kLeast = 256 << 10, kMost = 1 << 20;
-  return std::clamp(kTeamSlots / std::max<std::uint32_t>(team_size, 1) / 4096 * 4096, kLeast,
-                    kMost);
+  constexpr std::size_t kTeamSlots = std::size_t{4} << 20, kMost = 1 << 20;
+  return std::clamp(kTeamSlots / std::max<std::uint32_t>(team_size, 1) / 4096 * 4096,
+                    kLeastDefaultSlot, kMost);
 }
 
 Tunables Tunables::from_env() {

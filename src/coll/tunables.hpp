@@ -71,6 +71,7 @@ struct Tunables {
   // lines it has already evicted to L3, so a chunk as large as an L2 (1 MiB here) moves 2 MiB in
   // 1.5 memcpy times where 256 KiB chunks took 4.5 (shmcoll-bench -n 2 --coll bcast --sizes 2M).
   std::size_t slot_bytes_for(std::uint32_t team_size) const;
+  static constexpr std::size_t kLeastDefaultSlot = 256 << 10;
   std::size_t heap_bytes;  // SHMCOLL_HEAP_BYTES (the segment's creator's)
   long spin_ns;            // SHMCOLL_SPIN_NS (this rank's); -1: unset, see spin_for
   long yield_ns;           // SHMCOLL_YIELD_NS (this rank's); -1: unset, see yield_for

@@ -35,9 +35,9 @@ struct CachedTeam {
   std::uint64_t team_id = 0;
   std::vector<int> members;
   // Until `decided`, the communicator's calls go to PMPI and every member counts them alike: at
-  // call `next_check` (and twice as many calls later each time it is not yet decided) the members
-  // agree whether it gets a team. `pmpi_time`: what its PMPI calls took on this rank since its last
-  // check (then added to its members' warm-up time in the pool).
+  // call `next_check` (then 2 to 16 times as many calls later, each time it is not yet decided)
+  // the members agree whether it gets a team. `pmpi_time`: what its PMPI calls took on this rank
+  // since its last check (then added to its members' warm-up time in the pool).
   long calls = 0;
   long next_check = 1;
   std::chrono::steady_clock::duration pmpi_time{};
@@ -50,11 +50,6 @@ int teams_alive = 0;
 int thread_level = MPI_THREAD_SINGLE;
 bool finalizing = false;
 TeamCounts counts;
-
-int env_int(const char* name, int fallback) {
-  const char* text = std::getenv(name);
-  return text && *text ? std::atoi(text) : fallback;
-}
 
 // SHMCOLL_MPI_MAX_TEAMS: communicators past this many get PMPI (each team holds 2 slots per rank).
 int team_cap() {
@@ -89,6 +84,15 @@ void note_held_bytes() {
   counts.peak_shm_bytes = std::max(counts.peak_shm_bytes, alive_bytes + pool().bytes());
 }
 
+// Counts `cached`'s team or hierarchy in (+1) or out (-1) of the cap and the bytes held.
+void count_held(const CachedTeam& cached, int sign) {
+  if (cached.holds_team()) teams_alive += sign;
+  if (cached.team) {
+    const std::size_t bytes = cached.team->segment_bytes();
+    alive_bytes = sign > 0 ? alive_bytes + bytes : alive_bytes - bytes;
+  }
+}
+
 // The communicator whose PMPI call is being timed (route_of starts, pmpi_call_ended stops).
 CachedTeam* timed = nullptr;
 std::chrono::steady_clock::time_point timed_since;
@@ -96,8 +100,7 @@ std::chrono::steady_clock::time_point timed_since;
 int delete_cached(MPI_Comm, int, void* value, void*) {
   auto* cached = static_cast<CachedTeam*>(value);
   if (timed == cached) timed = nullptr;
-  if (cached->holds_team()) --teams_alive;
-  if (cached->team) alive_bytes -= cached->team->segment_bytes();
+  count_held(*cached, -1);
   if (cached->team && !cached->team->ended() && !finalizing) {
     pool().keep(std::move(cached->members), cached->team_id, std::move(*cached->team));
     note_held_bytes();
@@ -123,7 +126,7 @@ MPI_Comm split_by_node(MPI_Comm comm) {
   int rank = 0;
   PMPI_Comm_rank(comm, &rank);
   MPI_Comm node = MPI_COMM_NULL;
-  const int fake_nodes = env_int(detail::kMpiFakeNodesEnv, 0);
+  const int fake_nodes = detail::mpi_layer_settings().fake_nodes;
   if (fake_nodes > 1) {
     int world_rank = 0, world_size = 1;
     PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
@@ -145,6 +148,7 @@ MPI_Comm split_by_node(MPI_Comm comm) {
 // warmed up (TeamPool::warm_up_time).
 void decide(MPI_Comm comm, CachedTeam& cached) {
   const auto start = std::chrono::steady_clock::now();
+  cached.next_check = 2 * cached.calls;  // unless the pace below says later
   if (cached.members.empty()) cached.members = world_ranks_of(comm);
   const std::uint64_t kept = pool().find(cached.members);
   // Members outside MPI_COMM_WORLD (spawned, connected) have no account: the communicator's own
@@ -243,7 +247,7 @@ CachedTeam* cached_of(MPI_Comm comm) {
 }  // namespace
 
 bool layer_disabled() {
-  static const bool disabled = env_int(detail::kMpiDisableEnv, 0) != 0;
+  const bool disabled = detail::mpi_layer_settings().disabled;
   // Concurrent collectives on one communicator from several threads cannot share its rounds.
   const bool multiple = thread_level == MPI_THREAD_MULTIPLE;
   if (disabled || multiple) {
@@ -312,10 +316,8 @@ Route route_of(MPI_Comm comm) {
   if (!cached) return {};
   if (!cached->decided) {
     if (++cached->calls >= cached->next_check) {
-      cached->next_check = 2 * cached->calls;
       decide(comm, *cached);
-      if (cached->holds_team()) ++teams_alive;
-      if (cached->team) alive_bytes += cached->team->segment_bytes();
+      count_held(*cached, +1);
       note_held_bytes();
     }
     if (!cached->decided) {
@@ -328,11 +330,10 @@ Route route_of(MPI_Comm comm) {
   // A team that ended (every member learns it at its next call at the latest) is retired; the
   // slot it held goes back to the cap.
   if (cached->holds_team() && (cached->team ? cached->team->ended() : cached->spanning->ended())) {
-    if (cached->team) alive_bytes -= cached->team->segment_bytes();
+    count_held(*cached, -1);
     cached->team.reset();
     cached->spanning.reset();
     cached->why_pmpi = PmpiReason::team_ended;
-    --teams_alive;
   }
   if (!cached->holds_team()) note_pmpi_reason(cached->why_pmpi);
   return {cached->team ? &*cached->team : nullptr, cached->spanning.get()};

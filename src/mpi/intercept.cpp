@@ -21,14 +21,17 @@ void shmcoll::mpi::refuse_the_wrong_mpi() {
   // The library the program's PMPI calls (and so the layer's) reach, and this layer's own file.
   Dl_info mpi{}, layer{};
   if (dladdr(reinterpret_cast<void*>(&PMPI_Init), &mpi) == 0 || mpi.dli_fname == nullptr) return;
-  if (dladdr(reinterpret_cast<void*>(&refuse_the_wrong_mpi), &layer) == 0) return;
+  if (dladdr(reinterpret_cast<void*>(&refuse_the_wrong_mpi), &layer) == 0 ||
+      layer.dli_fname == nullptr) {
+    return;
+  }
   void* library = dlopen(mpi.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
   if (library == nullptr) return;
   const bool open_mpi = dlsym(library, "ompi_mpi_comm_world") != nullptr;
   dlclose(library);
   if (open_mpi == built_for_open_mpi) return;
   // Its handles are not this layer's: any call through it would misread them. Nothing has run yet.
-  std::string right = layer.dli_fname != nullptr ? layer.dli_fname : "libshmcoll_mpi_openmpi.so";
+  std::string right = layer.dli_fname;
   const char* ours = built_for_open_mpi ? "openmpi" : "mpich";
   const char* theirs = open_mpi ? "openmpi" : "mpich";
   if (const auto at = right.rfind(ours); at != std::string::npos)

@@ -39,7 +39,8 @@ class TeamPool {
   // What this process's PMPI calls on communicators of `members` took while those warmed up, since
   // the last new team made for them: what earns these ranks a new team, which the pool then hands
   // from one of their communicators to the next (a split loop's communicators each live too
-  // briefly to earn one alone). Kept for the most recent 256 sets of members.
+  // briefly to earn one alone). At most 256 sets of members are tracked; a new set past that
+  // starts the tracking afresh.
   std::chrono::steady_clock::duration& warm_up_time(const std::vector<int>& members);
   // Kept teams and the /dev/shm their segments hold.
   std::size_t size() const { return entries_.size(); }
