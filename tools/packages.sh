@@ -4,8 +4,9 @@
 SHMCOLL_BUILD_PACKAGES=(cmake g++ make pkg-config hwloc libhwloc-dev libnuma-dev libgtest-dev
   libbenchmark-dev libcli11-dev nlohmann-json3-dev gnuplot-nox)
 # The two MPIs the PMPI layer is built and tested against, and shmcoll-bench --vs runs beside;
-# gfortran for the Fortran programs the layer is tested with.
-SHMCOLL_MPI_PACKAGES=(openmpi-bin libopenmpi-dev mpich libmpich-dev gfortran)
+# gfortran and mpi4py (on Open MPI) for the Fortran and Python programs the layer is tested with.
+SHMCOLL_MPI_PACKAGES=(openmpi-bin libopenmpi-dev mpich libmpich-dev gfortran python3-mpi4py
+  python3-numpy)
 # clang with its libFuzzer runtime, for the fuzz preset.
 SHMCOLL_FUZZ_PACKAGES=(clang libclang-rt-14-dev)
 

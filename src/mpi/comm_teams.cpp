@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 
@@ -46,9 +47,11 @@ struct CachedTeam {
 };
 
 int keyval = MPI_KEYVAL_INVALID;
-int teams_alive = 0;
-int thread_level = MPI_THREAD_SINGLE;
+std::once_flag keyval_made;
 bool finalizing = false;
+// Under the SharedTables lock from here to `timed` (threads decide their communicators' teams at
+// once): the places taken under the cap (teams held, and places reserved while members agree).
+int teams_alive = 0;
 TeamCounts counts;
 
 // SHMCOLL_MPI_MAX_TEAMS: communicators past this many get PMPI (each team holds 2 slots per rank).
@@ -84,7 +87,8 @@ void note_held_bytes() {
   counts.peak_shm_bytes = std::max(counts.peak_shm_bytes, alive_bytes + pool().bytes());
 }
 
-// Counts `cached`'s team or hierarchy in (+1) or out (-1) of the cap and the bytes held.
+// Counts `cached`'s team or hierarchy in (+1) or out (-1) of the cap and the bytes held (under the
+// lock).
 void count_held(const CachedTeam& cached, int sign) {
   if (cached.holds_team()) teams_alive += sign;
   if (cached.team) {
@@ -93,17 +97,21 @@ void count_held(const CachedTeam& cached, int sign) {
   }
 }
 
-// The communicator whose PMPI call is being timed (route_of starts, pmpi_call_ended stops).
-CachedTeam* timed = nullptr;
-std::chrono::steady_clock::time_point timed_since;
+// The communicator whose PMPI call this thread is timing (route_of starts, pmpi_call_ended
+// stops).
+thread_local CachedTeam* timed = nullptr;
+thread_local std::chrono::steady_clock::time_point timed_since;
 
 int delete_cached(MPI_Comm, int, void* value, void*) {
   auto* cached = static_cast<CachedTeam*>(value);
   if (timed == cached) timed = nullptr;
-  count_held(*cached, -1);
-  if (cached->team && !cached->team->ended() && !finalizing) {
-    pool().keep(std::move(cached->members), cached->team_id, std::move(*cached->team));
-    note_held_bytes();
+  {
+    SharedTables lock;
+    count_held(*cached, -1);
+    if (cached->team && !cached->team->ended() && !finalizing) {
+      pool().keep(std::move(cached->members), cached->team_id, std::move(*cached->team));
+      note_held_bytes();
+    }
   }
   delete cached;
   return MPI_SUCCESS;
@@ -139,6 +147,42 @@ MPI_Comm split_by_node(MPI_Comm comm) {
   return node;
 }
 
+// What this rank proposes at a check, and holds while the members agree: a place under the cap
+// and the team it kept in the pool for these members (taken out, so that another thread's
+// communicator of the same ranks cannot take it meanwhile).
+struct Proposal {
+  bool place = false;
+  std::optional<Team> kept;
+  std::uint64_t kept_id = 0;
+  std::chrono::microseconds warm_up_time{};
+};
+
+Proposal propose(CachedTeam& cached) {
+  SharedTables lock;
+  Proposal proposal;
+  proposal.place = teams_alive < team_cap();
+  if (proposal.place) ++teams_alive;
+  proposal.kept_id = pool().find(cached.members);
+  if (proposal.kept_id != 0) proposal.kept = pool().take(proposal.kept_id);
+  // Members outside MPI_COMM_WORLD (spawned, connected) have no account: the communicator's own
+  // time counts.
+  auto& warm_up_time =
+      cached.members.empty() ? cached.pmpi_time : pool().warm_up_time(cached.members);
+  if (!cached.members.empty()) warm_up_time += std::exchange(cached.pmpi_time, {});
+  proposal.warm_up_time = std::chrono::duration_cast<std::chrono::microseconds>(warm_up_time);
+  return proposal;
+}
+
+// Gives back what the proposal held and `cached` did not take: the place, when it holds no team,
+// and the kept team, when the members took another path. Counts in what `cached` now holds.
+void settle(CachedTeam& cached, Proposal& proposal) {
+  SharedTables lock;
+  if (proposal.place) --teams_alive;
+  if (proposal.kept) pool().keep(cached.members, proposal.kept_id, std::move(*proposal.kept));
+  count_held(cached, +1);
+  note_held_bytes();
+}
+
 // The members' agreement at one of `cached`'s checks: it takes a team kept in the pool when every
 // member kept the same one, makes a new team (all of `comm` on this node) or hierarchy (spanning
 // nodes) when the communicator has proved busy, or leaves it to PMPI, for now (warming up, the
@@ -146,30 +190,22 @@ MPI_Comm split_by_node(MPI_Comm comm) {
 // every member is willing (the cap counts this process's teams, which differ by rank), which team
 // each kept, and the longest any member's PMPI calls took on these ranks' communicators while they
 // warmed up (TeamPool::warm_up_time).
-void decide(MPI_Comm comm, CachedTeam& cached) {
+void agree(MPI_Comm comm, CachedTeam& cached, Proposal& proposal) {
   const auto start = std::chrono::steady_clock::now();
-  cached.next_check = 2 * cached.calls;  // unless the pace below says later
-  if (cached.members.empty()) cached.members = world_ranks_of(comm);
-  const std::uint64_t kept = pool().find(cached.members);
-  // Members outside MPI_COMM_WORLD (spawned, connected) have no account: the communicator's own
-  // time counts.
-  auto& warm_up_time =
-      cached.members.empty() ? cached.pmpi_time : pool().warm_up_time(cached.members);
-  if (!cached.members.empty()) warm_up_time += std::exchange(cached.pmpi_time, {});
-  const std::int64_t proposed[4] = {
-      teams_alive < team_cap() ? 0 : 1, static_cast<std::int64_t>(kept),
-      -static_cast<std::int64_t>(kept),
-      std::chrono::duration_cast<std::chrono::microseconds>(warm_up_time).count()};
+  const auto kept = static_cast<std::int64_t>(proposal.kept_id);
+  const std::int64_t proposed[4] = {proposal.place ? 0 : 1, kept, -kept,
+                                    proposal.warm_up_time.count()};
   std::int64_t agreed[4] = {};
   PMPI_Allreduce(proposed, agreed, 4, MPI_INT64_T, MPI_MAX, comm);
   if (agreed[0] != 0) {  // asked again at the next check: a busy communicator gets a freed place
     cached.why_pmpi = PmpiReason::team_cap;
     return;
   }
-  if (kept != 0 && agreed[1] == -agreed[2]) {  // every member proposed `kept`
+  if (proposal.kept && agreed[1] == -agreed[2]) {  // every member proposed `kept`
     cached.decided = true;
-    cached.team = pool().take(kept);
-    cached.team_id = kept;
+    cached.team = std::exchange(proposal.kept, std::nullopt);
+    cached.team_id = proposal.kept_id;
+    const SharedTables lock;
     ++counts.reused;
     return;
   }
@@ -184,7 +220,10 @@ void decide(MPI_Comm comm, CachedTeam& cached) {
     return;
   }
   cached.decided = true;
-  if (comm != MPI_COMM_WORLD) warm_up_time -= new_team_after();  // the next is earned anew
+  if (comm != MPI_COMM_WORLD && !cached.members.empty()) {  // the next is earned anew
+    const SharedTables lock;
+    pool().warm_up_time(cached.members) -= new_team_after();
+  }
 
   MPI_Comm node = split_by_node(comm);
   int size = 0, node_size = 0, rank = 0;
@@ -211,9 +250,18 @@ void decide(MPI_Comm comm, CachedTeam& cached) {
     cached.why_pmpi = PmpiReason::no_team;
     return;
   }
+  const SharedTables lock;
   ++counts.made;
   counts.making_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void decide(MPI_Comm comm, CachedTeam& cached) {
+  cached.next_check = 2 * cached.calls;  // unless the pace says later
+  if (cached.members.empty()) cached.members = world_ranks_of(comm);
+  Proposal proposal = propose(cached);
+  agree(comm, cached, proposal);
+  settle(cached, proposal);
 }
 
 CachedTeam* cached_of(MPI_Comm comm) {
@@ -222,9 +270,9 @@ CachedTeam* cached_of(MPI_Comm comm) {
     note_pmpi_reason(PmpiReason::null_handle);
     return nullptr;
   }
-  if (keyval == MPI_KEYVAL_INVALID) {
+  std::call_once(keyval_made, [] {
     PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_cached, &keyval, nullptr);
-  }
+  });
   void* value = nullptr;
   int found = 0;
   PMPI_Comm_get_attr(comm, keyval, &value, &found);
@@ -248,16 +296,8 @@ CachedTeam* cached_of(MPI_Comm comm) {
 
 bool layer_disabled() {
   const bool disabled = detail::mpi_layer_settings().disabled;
-  // Concurrent collectives on one communicator from several threads cannot share its rounds.
-  const bool multiple = thread_level == MPI_THREAD_MULTIPLE;
-  if (disabled || multiple) {
-    note_pmpi_reason(disabled ? PmpiReason::layer_off : PmpiReason::thread_multiple);
-  }
-  return disabled || multiple;
-}
-
-void set_thread_level(int provided) {
-  thread_level = provided;
+  if (disabled) note_pmpi_reason(PmpiReason::layer_off);
+  return disabled;
 }
 
 namespace {
@@ -315,11 +355,7 @@ Route route_of(MPI_Comm comm) {
   CachedTeam* cached = cached_of(comm);
   if (!cached) return {};
   if (!cached->decided) {
-    if (++cached->calls >= cached->next_check) {
-      decide(comm, *cached);
-      count_held(*cached, +1);
-      note_held_bytes();
-    }
+    if (++cached->calls >= cached->next_check) decide(comm, *cached);
     if (!cached->decided) {
       note_pmpi_reason(cached->why_pmpi);
       timed = cached;
@@ -330,6 +366,7 @@ Route route_of(MPI_Comm comm) {
   // A team that ended (every member learns it at its next call at the latest) is retired; the
   // slot it held goes back to the cap.
   if (cached->holds_team() && (cached->team ? cached->team->ended() : cached->spanning->ended())) {
+    const SharedTables lock;
     count_held(*cached, -1);
     cached->team.reset();
     cached->spanning.reset();
@@ -361,12 +398,16 @@ WaitCounts world_wait_counts() {
 }
 
 TeamCounts team_counts() {
+  const SharedTables lock;
   return counts;
 }
 
 void release_world_teams() {
   finalizing = true;
-  pool().clear();
+  {
+    const SharedTables lock;
+    pool().clear();
+  }
   if (keyval == MPI_KEYVAL_INVALID) return;
   for (MPI_Comm comm : {MPI_COMM_WORLD, MPI_COMM_SELF}) {
     void* value = nullptr;

@@ -132,13 +132,31 @@ std::map<MPI_Datatype, std::optional<Datatype>>& decoded_types() {
   return types;
 }
 
-std::array<std::vector<std::int64_t>, 4> wide_arrays;
-std::array<std::vector<Datatype>, 2> type_arrays;
+// The calls' arrays, reused from call to call by each thread.
+thread_local std::array<std::vector<std::int64_t>, 4> wide_arrays;
+thread_local std::array<std::vector<Datatype>, 2> type_arrays;
 
 std::vector<std::int64_t>& wide_array(int n, int slot) {
   auto& array = wide_arrays[slot];
   if (array.size() < static_cast<std::size_t>(n)) array.resize(n);
   return array;
+}
+
+// The last type this thread found decoded, so a loop over one type takes no lock.
+struct LastType {
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  std::uint64_t forgotten = 0;  // forgotten_handles() when it was found
+  const Datatype* decoded = nullptr;
+};
+thread_local LastType last_type;
+
+// `type`'s entry (decoded, or not decodable), nullopt when not yet tried. The map's nodes stay
+// where they are until the type is freed, so the pointer may be used after the lock is let go.
+std::optional<const std::optional<Datatype>*> find_decoded(MPI_Datatype type) {
+  SharedTables lock;
+  const auto found = decoded_types().find(type);
+  if (found == decoded_types().end()) return std::nullopt;
+  return &found->second;
 }
 
 }  // namespace
@@ -148,19 +166,29 @@ const Datatype* datatype_of(MPI_Datatype type) {
     note_pmpi_reason(PmpiReason::null_handle);
     return nullptr;
   }
-  auto& types = decoded_types();
-  auto found = types.find(type);
-  if (found == types.end()) {
+  const std::uint64_t forgotten = forgotten_handles();
+  if (last_type.type == type && last_type.forgotten == forgotten) return last_type.decoded;
+  auto found = find_decoded(type);
+  if (!found) {
+    // Decoded with no lock held (the MPI answers); a thread that decoded it meanwhile wins.
     std::optional<Datatype> made = decode(type);
     if (!made) made = probe_datatype(type);  // (committed: a collective's types are)
-    found = types.emplace(type, std::move(made)).first;
+    SharedTables lock;
+    found = &decoded_types().emplace(type, std::move(made)).first->second;
   }
-  if (!found->second) note_pmpi_reason(PmpiReason::datatype_unknown);
-  return found->second ? &*found->second : nullptr;
+  const std::optional<Datatype>& decoded = **found;
+  if (!decoded) {
+    note_pmpi_reason(PmpiReason::datatype_unknown);
+    return nullptr;
+  }
+  last_type = {type, forgotten, &*decoded};
+  return &*decoded;
 }
 
 void forget_datatype(MPI_Datatype type) {
+  SharedTables lock;
   decoded_types().erase(type);
+  note_forgotten_handle();
 }
 
 const Datatype& unused_type() {

@@ -82,7 +82,7 @@ MPI_Op op_of(const MPI_Fint* op) {
 
 // Alltoallw's per-peer types (slot 0 send, 1 receive), in arrays reused from call to call.
 const MPI_Datatype* types_of(const MPI_Fint* types, MPI_Comm comm, int slot) {
-  static std::vector<MPI_Datatype> converted[2];
+  thread_local std::vector<MPI_Datatype> converted[2];
   int size = 0;
   PMPI_Comm_size(comm, &size);
   converted[slot].resize(static_cast<std::size_t>(size));

@@ -55,10 +55,31 @@ WaitCounts world_wait_counts();
 // Frees what team_of cached on MPI_COMM_WORLD and MPI_COMM_SELF (their attributes are not
 // deleted by MPI_Finalize in every MPI).
 void release_world_teams();
-// SHMCOLL_MPI_DISABLE=1, or MPI_THREAD_MULTIPLE: every call is a plain PMPI call (noted as the
-// call's reason).
+// SHMCOLL_MPI_DISABLE=1: every call is a plain PMPI call (noted as the call's reason).
 bool layer_disabled();
 void set_thread_level(int provided);
+
+// MPI_THREAD_MULTIPLE lets threads call collectives on different communicators at once (on one
+// communicator the standard makes it erroneous, so what a communicator holds is touched by one
+// thread at a time). The tables the layer shares across communicators (decoded datatypes and
+// ops, the teams' cap, pool and counts, the statistics) are read and written under this lock,
+// taken only at that level: below it one thread calls at a time. It guards table operations
+// alone, never an MPI call: the MPI runs the layer's callbacks (a communicator freed) under locks
+// of its own, and no thread may hold it while its rank waits on a peer.
+class SharedTables {
+ public:
+  SharedTables();
+  ~SharedTables();
+  SharedTables(const SharedTables&) = delete;
+  SharedTables& operator=(const SharedTables&) = delete;
+
+ private:
+  bool held_;
+};
+// Counts the datatypes and ops forgotten (freed by the program): a thread's own cached lookup
+// (the last type or reduction it used) made under an older count may name a freed handle.
+std::uint64_t forgotten_handles();
+void note_forgotten_handle();
 // What the layer does after the MPI's initialisation (from the thread level it provides) and
 // before its finalisation, whichever language's entry point the program called.
 void note_thread_level();
@@ -131,7 +152,6 @@ enum class PmpiReason : unsigned char {
   unexplained,
   null_handle,         // MPI_COMM_NULL, MPI_DATATYPE_NULL: the MPI reports the error
   layer_off,           // SHMCOLL_MPI_DISABLE=1
-  thread_multiple,     // the program asked for MPI_THREAD_MULTIPLE
   warming_up,          // the communicator's calls before it proved busy
   one_rank,            // a communicator of one rank (MPI_COMM_SELF): the MPI's copy is as fast
   intercommunicator,   //

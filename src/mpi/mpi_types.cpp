@@ -2,6 +2,7 @@
 // called with the caller's MPI type, and shmcoll errors as MPI error codes.
 #include <cstdio>
 #include <map>
+#include <mutex>
 #include <span>
 #include <utility>
 #include <vector>
@@ -28,6 +29,15 @@ std::map<MPI_Op, UserOp>& user_ops() {
 std::map<std::pair<MPI_Op, MPI_Datatype>, Op>& bound_user_ops() {
   static std::map<std::pair<MPI_Op, MPI_Datatype>, Op> ops;
   return ops;
+}
+
+// A copy of `table`'s entry for `key` (nullopt when it has none), read under the lock.
+template <typename Table, typename Key>
+std::optional<typename Table::mapped_type> shared_find(const Table& table, const Key& key) {
+  SharedTables lock;
+  const auto found = table.find(key);
+  if (found == table.end()) return std::nullopt;
+  return found->second;
 }
 
 using TypeTable = std::pair<MPI_Datatype, Dtype>[36];
@@ -141,14 +151,13 @@ std::optional<Op> op_of(MPI_Op op, MPI_Datatype type, Dtype dtype) {
       return op_defined_on(Op(kind), dtype) ? std::optional<Op>(kind) : std::nullopt;
     }
   }
-  const auto user = user_ops().find(op);
-  if (user == user_ops().end()) return std::nullopt;
-  auto& bound = bound_user_ops();
+  const auto user = shared_find(user_ops(), op);
+  if (!user) return std::nullopt;
   const auto key = std::make_pair(op, type);
-  auto found = bound.find(key);
-  if (found == bound.end()) {
-    MPI_User_function* function = user->second.function;
-    const bool fortran = user->second.fortran;
+  auto found = shared_find(bound_user_ops(), key);
+  if (!found) {
+    MPI_User_function* function = user->function;
+    const bool fortran = user->fortran;
     const MPI_Fint fortran_handle = fortran ? MPI_Type_c2f(type) : 0;  // converted once
     Op made = Op::create(
         [function, type, fortran, fortran_handle](const void* in, void* inout, std::size_t len,
@@ -163,10 +172,11 @@ std::optional<Op> op_of(MPI_Op op, MPI_Datatype type, Dtype dtype) {
           MPI_Datatype caller_type = type;
           function(const_cast<void*>(in), inout, &length, &caller_type);
         },
-        user->second.commutative);
-    found = bound.emplace(key, made).first;
+        user->commutative);
+    SharedTables lock;
+    found = bound_user_ops().emplace(key, made).first->second;
   }
-  return found->second;
+  return found;
 }
 
 // Answers asked of the MPI once per (type, op), forgotten with the type (a freed handle may come
@@ -183,7 +193,10 @@ std::map<MPI_Datatype, Dtype>& byte_arithmetic_types() {
 // Runs a one-element PMPI_Reduce_local of `type` with `op` on `in` and `inout` (at least the
 // type's true extent), with errors returned, not raised. Returns whether the MPI accepted it.
 bool reduce_local_returning(const void* in, void* inout, MPI_Datatype type, MPI_Op op) {
-  // Where a call without a communicator reports its errors differs between MPI versions.
+  // Where a call without a communicator reports its errors differs between MPI versions. Threads
+  // swap the handlers one at a time, so each puts back what the program had set.
+  static std::mutex swapping;
+  const std::lock_guard one_at_a_time(swapping);
   MPI_Errhandler world = MPI_ERRHANDLER_NULL, self = MPI_ERRHANDLER_NULL;
   PMPI_Comm_get_errhandler(MPI_COMM_WORLD, &world);
   PMPI_Comm_get_errhandler(MPI_COMM_SELF, &self);
@@ -197,20 +210,26 @@ bool reduce_local_returning(const void* in, void* inout, MPI_Datatype type, MPI_
   return accepted;
 }
 
-// Whether the MPI underneath accepts `op` on `type` (a one-element PMPI_Reduce_local of zeros),
-// asked once per pair. Every rank runs the same MPI with the same type, so every rank gets the
-// same answer and takes the same path.
-bool mpi_accepts(MPI_Datatype type, MPI_Op op) {
-  const auto [found, first_time] = accepted_pairs().try_emplace({type, op}, false);
-  if (!first_time) return found->second;
+// Runs the one-element reduction that tells whether the MPI accepts `op` on `type`.
+bool ask_mpi_accepts(MPI_Datatype type, MPI_Op op) {
   MPI_Aint true_lb = 0, true_extent = 0;
   PMPI_Type_get_true_extent(type, &true_lb, &true_extent);
   if (true_extent < 0 || true_extent > (MPI_Aint{1} << 20)) return false;  // not asked: PMPI
   std::vector<std::max_align_t> in(static_cast<std::size_t>(true_extent) / 16 + 1);
   std::vector<std::max_align_t> inout(in.size());
   auto at = [&](auto& buffer) { return reinterpret_cast<char*>(buffer.data()) - true_lb; };
-  found->second = reduce_local_returning(at(in), at(inout), type, op);
-  return found->second;
+  return reduce_local_returning(at(in), at(inout), type, op);
+}
+
+// Whether the MPI underneath accepts `op` on `type` (a one-element PMPI_Reduce_local of zeros),
+// asked once per pair. Every rank runs the same MPI with the same type, so every rank gets the
+// same answer and takes the same path.
+bool mpi_accepts(MPI_Datatype type, MPI_Op op) {
+  if (const auto answer = shared_find(accepted_pairs(), std::make_pair(type, op))) return *answer;
+  const bool accepted = ask_mpi_accepts(type, op);
+  SharedTables lock;
+  accepted_pairs().emplace(std::make_pair(type, op), accepted);
+  return accepted;
 }
 
 // One-byte types the standard gives no arithmetic (MPI_CHAR, MPI_CHARACTER, MPI_BYTE) but an MPI
@@ -222,15 +241,15 @@ bool is_untyped_byte(MPI_Datatype type) {
          (type == MPI_CHARACTER && type != MPI_DATATYPE_NULL);
 }
 Dtype byte_arithmetic_of(MPI_Datatype type) {
-  const auto [found, first_time] = byte_arithmetic_types().try_emplace(type, Dtype::i8);
-  if (first_time) {
-    const unsigned char in = 0x80;
-    unsigned char inout = 0x01;
-    if (reduce_local_returning(&in, &inout, type, MPI_MAX) && inout == 0x80) {
-      found->second = Dtype::u8;
-    }
-  }
-  return found->second;
+  if (const auto known = shared_find(byte_arithmetic_types(), type)) return *known;
+  const unsigned char in = 0x80;
+  unsigned char inout = 0x01;
+  const bool compares_unsigned =
+      reduce_local_returning(&in, &inout, type, MPI_MAX) && inout == 0x80;
+  const Dtype dtype = compares_unsigned ? Dtype::u8 : Dtype::i8;
+  SharedTables lock;
+  byte_arithmetic_types().emplace(type, dtype);
+  return dtype;
 }
 
 std::optional<Reduction> refused(PmpiReason reason) {
@@ -248,7 +267,7 @@ std::optional<Reduction> decide_reduction(MPI_Datatype type, MPI_Op op) {
     if (is_untyped_byte(type) && mpi_accepts(type, op)) return as(byte_arithmetic_of(type));
     return refused(PmpiReason::op_refused);
   }
-  const bool user_op = user_ops().contains(op);
+  const bool user_op = shared_find(user_ops(), op).has_value();
   // Fortran's types, from C or Fortran callers alike: reduced as the C type of the same bits,
   // with the operations the MPI accepts on them (a user op takes any type, and asking the MPI
   // would call the user's function).
@@ -273,44 +292,51 @@ std::optional<Reduction> decide_reduction(MPI_Datatype type, MPI_Op op) {
   return refused(mpi_accepts(type, op) ? PmpiReason::derived_type : PmpiReason::op_refused);
 }
 
-// The last pair served, so a loop of one reduction decides in two compares whatever the type (a
-// Fortran type is otherwise found after C's whole table and a map lookup). Forgotten with the
-// type or the op.
+// The last pair this thread served, so a loop of one reduction decides in two compares whatever
+// the type (a Fortran type is otherwise found after C's whole table and a map lookup). Stale once
+// a type or op is forgotten.
 struct LastReduction {
   MPI_Datatype type = MPI_DATATYPE_NULL;
   MPI_Op op = MPI_OP_NULL;
+  std::uint64_t forgotten = 0;  // forgotten_handles() when it was decided
   std::optional<Reduction> reduction;
 };
-LastReduction last_reduction;
+thread_local LastReduction last_reduction;
 
 }  // namespace
 
 std::optional<Reduction> reduction_of(MPI_Datatype type, MPI_Op op) {
-  if (last_reduction.reduction && last_reduction.type == type && last_reduction.op == op) {
+  const std::uint64_t forgotten = forgotten_handles();
+  if (last_reduction.reduction && last_reduction.type == type && last_reduction.op == op &&
+      last_reduction.forgotten == forgotten) {
     return last_reduction.reduction;
   }
   auto decided = decide_reduction(type, op);
-  if (decided) last_reduction = {type, op, decided};
+  if (decided) last_reduction = {type, op, forgotten, decided};
   return decided;
 }
 
 void forget_reductions_on(MPI_Datatype type) {
-  last_reduction.reduction.reset();
+  SharedTables lock;
+  note_forgotten_handle();
   std::erase_if(accepted_pairs(), [type](const auto& entry) { return entry.first.first == type; });
   std::erase_if(bound_user_ops(), [type](const auto& entry) { return entry.first.second == type; });
   byte_arithmetic_types().erase(type);
 }
 
 void remember_user_op(MPI_Op op, MPI_User_function* function, bool commutative) {
+  SharedTables lock;
   user_ops()[op] = {function, commutative, false};
 }
 
 void remember_fortran_user_op(MPI_Op op, MPI_User_function* function, bool commutative) {
+  SharedTables lock;
   user_ops()[op] = {function, commutative, true};
 }
 
 void forget_user_op(MPI_Op op) {
-  last_reduction.reduction.reset();
+  SharedTables lock;
+  note_forgotten_handle();
   user_ops().erase(op);
   std::erase_if(bound_user_ops(), [op](const auto& entry) { return entry.first.first == op; });
 }

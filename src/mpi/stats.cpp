@@ -20,8 +20,7 @@ struct Row {
 };
 
 Row rows[kStatisticsRows];
-PmpiReason pending_reason = PmpiReason::unexplained;  // the current call's (the layer is off
-                                                      // under MPI_THREAD_MULTIPLE)
+thread_local PmpiReason pending_reason = PmpiReason::unexplained;  // the current call's
 
 const char* reason_text(PmpiReason reason) {
   switch (reason) {
@@ -34,8 +33,6 @@ const char* reason_text(PmpiReason reason) {
       return "a communicator of one rank (the MPI's own copy)";
     case PmpiReason::layer_off:
       return "the layer is off (SHMCOLL_MPI_DISABLE)";
-    case PmpiReason::thread_multiple:
-      return "the program runs at MPI_THREAD_MULTIPLE";
     case PmpiReason::intercommunicator:
       return "an intercommunicator";
     case PmpiReason::team_cap:
@@ -93,6 +90,7 @@ CallTimer::~CallTimer() {
   pmpi_call_ended();
   if (!verbose()) return;
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start_;
+  SharedTables lock;
   Row& row = rows[row_];
   Tally& tally = outcome_ == Outcome::shmcoll  ? row.shmcoll
                  : outcome_ == Outcome::failed ? row.failed
