@@ -72,6 +72,25 @@ static int check_other_collectives(shmcoll_team* team) {
   return shmcoll_barrier(team) == SHMCOLL_OK ? 0 : 11;
 }
 
+/* Pairs (0, 1) and (2, 3) ranked in reverse, and a rank without a color. */
+static int check_split(shmcoll_team* team) {
+  const int rank = shmcoll_rank(team);
+  shmcoll_team* pair = NULL;
+  if (shmcoll_split(team, rank / 2, -rank, &pair) != SHMCOLL_OK || pair == NULL) return 40;
+  if (shmcoll_size(pair) != 2 || shmcoll_rank(pair) != 1 - rank % 2) return 41;
+  int32_t mine = rank, sum = 0;
+  if (shmcoll_allreduce(pair, &mine, &sum, 1, SHMCOLL_INT32, SHMCOLL_SUM) != SHMCOLL_OK) return 42;
+  if (sum != 4 * (rank / 2) + 1) return 43;
+  shmcoll_team_free(pair);
+  shmcoll_team* none = team;
+  if (shmcoll_split(team, rank == 0 ? SHMCOLL_NO_COLOR : 0, 0, &none) != SHMCOLL_OK) return 44;
+  if ((rank == 0) != (none == NULL) || (none && shmcoll_size(none) != 3)) return 45;
+  shmcoll_team_free(none);
+  if (shmcoll_split(team, -7, 0, &none) != SHMCOLL_ERR_INVALID_ARGUMENT) return 46;
+  if (strstr(shmcoll_last_error(), "color -7") == NULL) return 47;
+  return 0;
+}
+
 static int check_team(shmcoll_team* team, void* arg) {
   (void)arg;
   const int rank = shmcoll_rank(team), size = shmcoll_size(team);
@@ -113,7 +132,8 @@ static int check_team(shmcoll_team* team, void* arg) {
       SHMCOLL_ERR_INVALID_ARGUMENT)
     return 17;
   if (strstr(shmcoll_last_error(), "bxor is not defined on dtype f64") == NULL) return 18;
-  return check_other_collectives(team);
+  const int other = check_other_collectives(team);
+  return other ? other : check_split(team);
 }
 
 int main(void) {

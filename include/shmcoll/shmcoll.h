@@ -92,66 +92,76 @@ SHMCOLL_API const char* shmcoll_errc_name(int code);
 
 /* Fork API: runs fn(team, arg) on n ranks (rank 0 in the caller); fn returns 0 on success. */
 SHMCOLL_API int shmcoll_run(int n, size_t slot_bytes, shmcoll_binding bind,
-                int (*fn)(shmcoll_team* team, void* arg), void* arg);
+                            int (*fn)(shmcoll_team* team, void* arg), void* arg);
 /* Inside a program started by shmcoll-run. */
 SHMCOLL_API int shmcoll_attach(shmcoll_team** team);
 /* Processes not forked together; `name` from shmcoll_unique_segment_name on one of them. */
 SHMCOLL_API int shmcoll_unique_segment_name(char* name, size_t capacity);
-SHMCOLL_API int shmcoll_join(const char* name, int rank, int size, size_t slot_bytes, shmcoll_team** team);
+SHMCOLL_API int shmcoll_join(const char* name, int rank, int size, size_t slot_bytes,
+                             shmcoll_team** team);
 SHMCOLL_API int shmcoll_team_free(shmcoll_team* team);
+/* As MPI_Comm_split (collective on `team`): members passing the same color (>= 0) form a new
+ * team, ranked by key, then by rank in `team`; SHMCOLL_NO_COLOR joins none (*new_team = NULL).
+ * Free the new team with shmcoll_team_free. */
+#define SHMCOLL_NO_COLOR (-1)
+SHMCOLL_API int shmcoll_split(shmcoll_team* team, int color, int key, shmcoll_team** new_team);
 
 SHMCOLL_API int shmcoll_rank(const shmcoll_team* team);
 SHMCOLL_API int shmcoll_size(const shmcoll_team* team);
 
 SHMCOLL_API int shmcoll_barrier(shmcoll_team* team);
-SHMCOLL_API int shmcoll_bcast(shmcoll_team* team, void* buffer, int64_t count, shmcoll_dtype dtype, int root);
-SHMCOLL_API int shmcoll_reduce(shmcoll_team* team, const void* sendbuf, void* recvbuf, int64_t count,
-                   shmcoll_dtype dtype, shmcoll_op op, int root);
-SHMCOLL_API int shmcoll_allreduce(shmcoll_team* team, const void* sendbuf, void* recvbuf, int64_t count,
-                      shmcoll_dtype dtype, shmcoll_op op);
+SHMCOLL_API int shmcoll_bcast(shmcoll_team* team, void* buffer, int64_t count, shmcoll_dtype dtype,
+                              int root);
+SHMCOLL_API int shmcoll_reduce(shmcoll_team* team, const void* sendbuf, void* recvbuf,
+                               int64_t count, shmcoll_dtype dtype, shmcoll_op op, int root);
+SHMCOLL_API int shmcoll_allreduce(shmcoll_team* team, const void* sendbuf, void* recvbuf,
+                                  int64_t count, shmcoll_dtype dtype, shmcoll_op op);
 SHMCOLL_API int shmcoll_reduce_scatter(shmcoll_team* team, const void* sendbuf, void* recvbuf,
-                           const int64_t* recvcounts, shmcoll_dtype dtype, shmcoll_op op);
+                                       const int64_t* recvcounts, shmcoll_dtype dtype,
+                                       shmcoll_op op);
 SHMCOLL_API int shmcoll_reduce_scatter_block(shmcoll_team* team, const void* sendbuf, void* recvbuf,
-                                 int64_t recvcount, shmcoll_dtype dtype, shmcoll_op op);
+                                             int64_t recvcount, shmcoll_dtype dtype, shmcoll_op op);
 SHMCOLL_API int shmcoll_scan(shmcoll_team* team, const void* sendbuf, void* recvbuf, int64_t count,
-                 shmcoll_dtype dtype, shmcoll_op op);
-SHMCOLL_API int shmcoll_exscan(shmcoll_team* team, const void* sendbuf, void* recvbuf, int64_t count,
-                   shmcoll_dtype dtype, shmcoll_op op);
+                             shmcoll_dtype dtype, shmcoll_op op);
+SHMCOLL_API int shmcoll_exscan(shmcoll_team* team, const void* sendbuf, void* recvbuf,
+                               int64_t count, shmcoll_dtype dtype, shmcoll_op op);
 
 /* Data movement, as MPI's. Arrays have one entry per rank; displacements are in elements, except
  * alltoallw's, which are in bytes. Arrays the standard makes insignificant may be NULL. */
 SHMCOLL_API int shmcoll_scatter(shmcoll_team* team, const void* sendbuf, int64_t sendcount,
-                    shmcoll_dtype sendtype, void* recvbuf, int64_t recvcount,
-                    shmcoll_dtype recvtype, int root);
+                                shmcoll_dtype sendtype, void* recvbuf, int64_t recvcount,
+                                shmcoll_dtype recvtype, int root);
 SHMCOLL_API int shmcoll_scatterv(shmcoll_team* team, const void* sendbuf, const int64_t* sendcounts,
-                     const int64_t* displs, shmcoll_dtype sendtype, void* recvbuf,
-                     int64_t recvcount, shmcoll_dtype recvtype, int root);
+                                 const int64_t* displs, shmcoll_dtype sendtype, void* recvbuf,
+                                 int64_t recvcount, shmcoll_dtype recvtype, int root);
 SHMCOLL_API int shmcoll_gather(shmcoll_team* team, const void* sendbuf, int64_t sendcount,
-                   shmcoll_dtype sendtype, void* recvbuf, int64_t recvcount, shmcoll_dtype recvtype,
-                   int root);
+                               shmcoll_dtype sendtype, void* recvbuf, int64_t recvcount,
+                               shmcoll_dtype recvtype, int root);
 SHMCOLL_API int shmcoll_gatherv(shmcoll_team* team, const void* sendbuf, int64_t sendcount,
-                    shmcoll_dtype sendtype, void* recvbuf, const int64_t* recvcounts,
-                    const int64_t* displs, shmcoll_dtype recvtype, int root);
+                                shmcoll_dtype sendtype, void* recvbuf, const int64_t* recvcounts,
+                                const int64_t* displs, shmcoll_dtype recvtype, int root);
 SHMCOLL_API int shmcoll_allgather(shmcoll_team* team, const void* sendbuf, int64_t sendcount,
-                      shmcoll_dtype sendtype, void* recvbuf, int64_t recvcount,
-                      shmcoll_dtype recvtype);
+                                  shmcoll_dtype sendtype, void* recvbuf, int64_t recvcount,
+                                  shmcoll_dtype recvtype);
 SHMCOLL_API int shmcoll_allgatherv(shmcoll_team* team, const void* sendbuf, int64_t sendcount,
-                       shmcoll_dtype sendtype, void* recvbuf, const int64_t* recvcounts,
-                       const int64_t* displs, shmcoll_dtype recvtype);
+                                   shmcoll_dtype sendtype, void* recvbuf, const int64_t* recvcounts,
+                                   const int64_t* displs, shmcoll_dtype recvtype);
 SHMCOLL_API int shmcoll_alltoall(shmcoll_team* team, const void* sendbuf, int64_t sendcount,
-                     shmcoll_dtype sendtype, void* recvbuf, int64_t recvcount,
-                     shmcoll_dtype recvtype);
-SHMCOLL_API int shmcoll_alltoallv(shmcoll_team* team, const void* sendbuf, const int64_t* sendcounts,
-                      const int64_t* sdispls, shmcoll_dtype sendtype, void* recvbuf,
-                      const int64_t* recvcounts, const int64_t* rdispls, shmcoll_dtype recvtype);
-SHMCOLL_API int shmcoll_alltoallw(shmcoll_team* team, const void* sendbuf, const int64_t* sendcounts,
-                      const int64_t* sdispls, const shmcoll_dtype* sendtypes, void* recvbuf,
-                      const int64_t* recvcounts, const int64_t* rdispls,
-                      const shmcoll_dtype* recvtypes);
+                                 shmcoll_dtype sendtype, void* recvbuf, int64_t recvcount,
+                                 shmcoll_dtype recvtype);
+SHMCOLL_API int shmcoll_alltoallv(shmcoll_team* team, const void* sendbuf,
+                                  const int64_t* sendcounts, const int64_t* sdispls,
+                                  shmcoll_dtype sendtype, void* recvbuf, const int64_t* recvcounts,
+                                  const int64_t* rdispls, shmcoll_dtype recvtype);
+SHMCOLL_API int shmcoll_alltoallw(shmcoll_team* team, const void* sendbuf,
+                                  const int64_t* sendcounts, const int64_t* sdispls,
+                                  const shmcoll_dtype* sendtypes, void* recvbuf,
+                                  const int64_t* recvcounts, const int64_t* rdispls,
+                                  const shmcoll_dtype* recvtypes);
 
 /* inoutbuf = inbuf op inoutbuf, in this process (MPI_Reduce_local). */
-SHMCOLL_API int shmcoll_reduce_local(const void* inbuf, void* inoutbuf, int64_t count, shmcoll_dtype dtype,
-                         shmcoll_op op);
+SHMCOLL_API int shmcoll_reduce_local(const void* inbuf, void* inoutbuf, int64_t count,
+                                     shmcoll_dtype dtype, shmcoll_op op);
 /* User operations: every rank creates its own handle for the same function before using it. */
 SHMCOLL_API int shmcoll_op_create(shmcoll_user_function* function, int commute, shmcoll_op* op);
 SHMCOLL_API int shmcoll_op_free(shmcoll_op* op); /* sets *op to -1 */

@@ -1,10 +1,11 @@
 // shmcoll: shared-memory collectives for the processes of one node.
 //
 // A Team is a fixed group of processes that share one POSIX shared-memory segment. Every member
-// calls the same collectives in the same order, as in MPI. Teams are made three ways:
+// calls the same collectives in the same order, as in MPI. Teams are made four ways:
 //   shmcoll::run(n, options, fn)      forks n-1 children and runs fn(team) on every rank;
 //   Team::attach()                    inside a program started by `shmcoll-run`;
-//   Team::join(name, rank, size)      processes that were not forked together (the MPI layer).
+//   Team::join(name, rank, size)      processes that were not forked together (the MPI layer);
+//   team.split(color, key)            sub-teams of a team, as MPI_Comm_split.
 #pragma once
 
 #include <cstddef>
@@ -113,6 +114,14 @@ class SHMCOLL_API Team {
   // on one process and hand it to the others (the MPI layer uses PMPI_Bcast).
   static Team join(const std::string& name, int rank, int size, const Options& options = {});
   static std::string unique_segment_name();
+  // Splits this team as MPI_Comm_split splits a communicator (collective on this team): the
+  // members that pass the same `color` (>= 0) form a new team, ranked by `key`, ties by their
+  // rank here; a member passing kNoColor joins none and gets nullopt. Each new team has a segment
+  // of its own, sized by `options` (slots and heap; placement) as a new team of its size, and
+  // built on this team's topology and tunables, so its calls and this team's never disturb each
+  // other. Fails on every member alike when a new team's segment cannot be made.
+  static constexpr int kNoColor = -1;
+  std::optional<Team> split(int color, int key, const Options& options = {});
 
   Team(Team&&) noexcept;
   Team& operator=(Team&&) noexcept;

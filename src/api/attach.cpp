@@ -1,10 +1,15 @@
-// Teams of processes that were not forked by shmcoll::run: shmcoll-run children and join().
+// Teams of processes that were not forked by shmcoll::run: shmcoll-run children, join(), and the
+// sub-teams split() makes of a team.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <string>
+#include <vector>
 
+#include "api/checks.hpp"
 #include "api/launch_env.hpp"
 #include "api/team_state.hpp"
 #include "util/fail.hpp"
@@ -30,6 +35,22 @@ int env_int(const char* name) {
 }
 
 constexpr int kJoinTimeoutMs = 60'000;
+
+// The last member to map a named segment removes its name, so nothing outlives the team.
+void count_attached(shm::Segment& segment, const std::string& name, std::uint32_t size) {
+  if (segment.header().attached.fetch_add(1, std::memory_order_acq_rel) + 1 == size) {
+    shm::Segment::unlink_name(name);
+  }
+}
+
+// What each member says at a split: its color and key, and the name of the segment it would
+// create should it lead its color's team (the leader's is used), so one exchange tells all.
+struct SplitEntry {
+  std::int32_t color;
+  std::int32_t key;
+  char segment_name[56];
+};
+static_assert(sizeof(SplitEntry) == 64);
 
 }  // namespace
 
@@ -78,12 +99,65 @@ Team Team::join(const std::string& name, int rank, int size, const Options& opti
       rank == 0 ? shm::Segment::create_named(
                       name, team_size, detail::segment_sizes_for(options, tunables, team_size))
                 : shm::Segment::open_named(name, team_size, kJoinTimeoutMs);
-  // The last member to map the segment removes its name, so nothing outlives the team.
-  if (segment.header().attached.fetch_add(1, std::memory_order_acq_rel) + 1 == team_size) {
-    shm::Segment::unlink_name(name);
-  }
+  count_attached(segment, name, team_size);
   return detail::TeamAccess::make(std::move(segment), static_cast<std::uint32_t>(rank), tunables,
                                   setup);
+}
+
+std::optional<Team> Team::split(int color, int key, const Options& options) {
+  const detail::Call call{"split", state_};
+  if (color < 0 && color != kNoColor) {
+    detail::reject(call, "color ", color, " must be non-negative or Team::kNoColor");
+  }
+  SplitEntry mine{color, key, {}};
+  if (color >= 0) {
+    const std::string name = unique_segment_name();
+    if (name.size() >= sizeof mine.segment_name) {
+      fail(Errc::system_error, "split: segment name \"", name, "\" is too long");
+    }
+    std::memcpy(mine.segment_name, name.c_str(), name.size() + 1);
+  }
+  std::vector<SplitEntry> all(static_cast<std::size_t>(size()));
+  allgather(&mine, sizeof mine, Dtype::byte, all.data(), sizeof mine, Dtype::byte);
+
+  // My color's members in their new order: by key, then by rank here.
+  std::vector<int> members;
+  for (int member = 0; member < size(); ++member) {
+    if (all[member].color == color) members.push_back(member);
+  }
+  std::ranges::stable_sort(members, {}, [&](int member) { return all[member].key; });
+  const auto new_rank =
+      static_cast<std::uint32_t>(std::ranges::find(members, rank()) - members.begin());
+  const auto new_size = static_cast<std::uint32_t>(members.size());
+  const std::string name = all[members.front()].segment_name;
+
+  // Each leader creates its team's segment before anyone opens one, and every member learns
+  // whether all leaders could (else the others would wait for a segment that never comes).
+  const auto& state = *state_;
+  std::optional<shm::Segment> segment;
+  std::int32_t failure = 0, any_failure = 0;  // an Errc
+  std::string why;
+  if (color >= 0 && new_rank == 0) {
+    try {
+      segment = shm::Segment::create_named(
+          name, new_size, detail::segment_sizes_for(options, state.tunables, new_size));
+    } catch (const Error& error) {
+      failure = static_cast<std::int32_t>(error.code());
+      why = error.what();
+    }
+  }
+  allreduce(&failure, &any_failure, 1, Dtype::i32, Op::max);
+  if (any_failure != 0) {
+    if (segment) shm::Segment::unlink_name(name);
+    fail(static_cast<Errc>(any_failure), "split: ",
+         why.empty() ? "a new team's leader could not create its segment (its error says why)"
+                     : why);
+  }
+  if (color < 0) return std::nullopt;
+  if (new_rank != 0) segment = shm::Segment::open_named(name, new_size, kJoinTimeoutMs);
+  count_attached(*segment, name, new_size);
+  const detail::RankSetup setup{state.location, detail::placement_from(options)};
+  return detail::TeamAccess::make(std::move(*segment), new_rank, state.tunables, setup);
 }
 
 }  // namespace shmcoll

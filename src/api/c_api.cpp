@@ -154,6 +154,17 @@ int shmcoll_join(const char* name, int rank, int size, size_t slot_bytes, shmcol
   });
 }
 
+int shmcoll_split(shmcoll_team* team, int color, int key, shmcoll_team** new_team) {
+  static_assert(SHMCOLL_NO_COLOR == shmcoll::Team::kNoColor);
+  return guarded([&] {
+    if (!new_team)
+      throw shmcoll::Error(shmcoll::Errc::invalid_argument, "shmcoll_split: new_team is null");
+    *new_team = nullptr;
+    std::optional<shmcoll::Team> made = team_of(team).split(color, key);
+    if (made) *new_team = new shmcoll_team{std::move(*made)};
+  });
+}
+
 int shmcoll_team_free(shmcoll_team* team) {
   delete team;
   return SHMCOLL_OK;

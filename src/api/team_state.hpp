@@ -64,7 +64,8 @@ struct TeamState {
         context(rounds, tunables.team, tree, ranks_share_cpus),
         equal_counts(rounds.size()),
         block_spans(rounds.size()),
-        heap(rounds.segment().heap(rank), rounds.segment().layout().heap_bytes) {}
+        heap(rounds.segment().heap(rank), rounds.segment().layout().heap_bytes),
+        location(setup.location) {}
   coll::Tunables tunables;
   shm::Rounds rounds;
   bool ranks_share_cpus = false;  // set while the tree is built
@@ -73,6 +74,7 @@ struct TeamState {
   std::vector<std::int64_t> equal_counts;  // reduce_scatter_block's counts, sized once
   std::vector<DataSpan> block_spans;       // overlap checks' scratch, one per rank reserved once
   shm::Heap heap;                          // Team::allocate's memory
+  topo::Location location;                 // where this rank runs (its sub-teams' too)
 };
 
 struct TeamAccess {
