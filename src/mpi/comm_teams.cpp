@@ -351,6 +351,10 @@ int Route::size() const {
   return team ? team->size() : nodes ? nodes->size() : 0;
 }
 
+int Route::rank() const {
+  return team ? team->rank() : nodes ? nodes->rank() : -1;
+}
+
 Route route_of(MPI_Comm comm) {
   CachedTeam* cached = cached_of(comm);
   if (!cached) return {};

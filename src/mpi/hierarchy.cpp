@@ -4,16 +4,9 @@
 #include "mpi/hierarchy.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 namespace shmcoll::mpi {
-
-namespace {
-
-// The tag of the one point-to-point message (a reduce result to a root that is not its node's
-// leader), out of the way of small application tags.
-constexpr int kResultTag = 0x5c01;
-
-}  // namespace
 
 NodeHierarchy::NodeHierarchy(MPI_Comm comm, MPI_Comm node) : node_(node) {
   int size = 0, node_rank = 0;
@@ -35,6 +28,19 @@ NodeHierarchy::NodeHierarchy(MPI_Comm comm, MPI_Comm node) : node_(node) {
     node_rank_of_rank_[r] = all[2 * r + 1];
   }
   rank_ordered_ = std::is_sorted(node_of_rank_.begin(), node_of_rank_.end());
+  int nodes = 0;
+  if (leader()) PMPI_Comm_size(leaders_, &nodes);
+  PMPI_Bcast(&nodes, 1, MPI_INT, 0, node);
+  members_.resize(nodes);
+  for (int r = 0; r < size; ++r) members_[node_of_rank_[r]].push_back(r);
+  for (auto& members : members_) {
+    std::ranges::sort(members, {}, [&](int r) { return node_rank_of_rank_[r]; });
+  }
+  packed_at_.resize(size);
+  node_at_.resize(nodes);
+  node_bytes_.resize(nodes);
+  member_at_.resize(members_[node_of_rank_[rank_]].size());
+  member_bytes_.resize(member_at_.size());
   try {
     node_team_.emplace(join_node_team(node));
   } catch (...) {
@@ -102,6 +108,50 @@ void NodeHierarchy::allreduce(const void* sendbuf, void* recvbuf, int count, MPI
     node_team_->reduce(input, nullptr, count, reduction.dtype, reduction.op, 0);
   }
   node_team_->bcast(recvbuf, count, reduction.dtype, 0);
+}
+
+void NodeHierarchy::scan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
+                         MPI_Op op, const Reduction& reduction) {
+  const std::size_t bytes = reduction.bytes(count);
+  if (bytes == 0) return;  // (count is the same on every rank)
+  node_team_->scan(send_of(sendbuf), recvbuf, count, reduction.dtype, reduction.op);
+  // The node's total is its last member's result; the leaders' exscan of the totals is what
+  // every earlier node adds, put before each member's own prefix (rank order is kept).
+  auto* total = static_cast<std::byte*>(scratch(0, 2 * bytes));
+  auto* before = total + bytes;
+  const int last = static_cast<int>(members_[node()].size()) - 1;
+  if (node_rank_of_rank_[rank_] == last) std::memcpy(total, recvbuf, bytes);
+  node_team_->bcast(total, count, reduction.dtype, last);
+  if (leader()) PMPI_Exscan(total, before, count, type, op, leaders_);
+  if (node() == 0) return;  // (every member of node 0 knows it: no earlier node)
+  node_team_->bcast(before, count, reduction.dtype, 0);
+  reduce_local(before, recvbuf, count, reduction.dtype, reduction.op);
+}
+
+void NodeHierarchy::exscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
+                           MPI_Op op, const Reduction& reduction) {
+  const std::size_t bytes = reduction.bytes(count);
+  if (bytes == 0) return;
+  auto* total = static_cast<std::byte*>(scratch(0, 2 * bytes));
+  auto* before = total + bytes;
+  const int node_rank = node_rank_of_rank_[rank_];
+  const int last = static_cast<int>(members_[node()].size()) - 1;
+  // The last member's own input, before an in-place exscan replaces it: with its exscan result it
+  // makes the node's total.
+  if (node_rank == last) std::memcpy(total, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, bytes);
+  node_team_->exscan(send_of(sendbuf), recvbuf, count, reduction.dtype, reduction.op);
+  if (node_rank == last && last > 0) {
+    reduce_local(recvbuf, total, count, reduction.dtype, reduction.op);  // earlier ones first
+  }
+  node_team_->bcast(total, count, reduction.dtype, last);
+  if (leader()) PMPI_Exscan(total, before, count, type, op, leaders_);
+  if (node() == 0) return;
+  node_team_->bcast(before, count, reduction.dtype, 0);
+  if (node_rank == 0) {
+    std::memcpy(recvbuf, before, bytes);  // nothing on its node comes before the first member
+  } else {
+    reduce_local(before, recvbuf, count, reduction.dtype, reduction.op);
+  }
 }
 
 }  // namespace shmcoll::mpi

@@ -1,11 +1,14 @@
 // A communicator spanning nodes, run node by node: a shmcoll phase among each node's members,
 // PMPI among one leader per node (the node's lowest rank), and a shmcoll phase again, so MPI
-// stays the engine between nodes. Barrier, bcast, reduce and allreduce take this path; the other
-// collectives on such a communicator are plain PMPI calls.
+// stays the engine between nodes. Barrier, bcast, reduce, allreduce, scan, exscan, gather,
+// scatter, allgather and allgatherv take this path (hierarchy.cpp, hierarchy_movement.cpp); the
+// other collectives on such a communicator are plain PMPI calls.
 #pragma once
 
+#include <climits>
 #include <cstddef>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "mpi/layer.hpp"
@@ -28,18 +31,62 @@ class NodeHierarchy {
   // Whether this node's team has ended (hierarchy calls then go to PMPI).
   bool ended() const { return node_team_->ended(); }
   int size() const { return static_cast<int>(node_of_rank_.size()); }
+  int rank() const { return rank_; }
   void barrier();
   void bcast(void* buffer, int count, MPI_Datatype type, const Datatype& shm_type, int root);
   void reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
               const Reduction& reduction, int root);
   void allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
                  const Reduction& reduction);
+  // Prefix reductions; only where nodes hold ascending rank ranges (rank_ordered), as the prefix
+  // of a rank is then its node's prefix after every earlier node's total.
+  void scan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
+            const Reduction& reduction);
+  void exscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
+              const Reduction& reduction);
+
+  // Data movement on packed bytes: each node's team gathers its members' blocks to the leader
+  // (scatters them from it), the leaders exchange whole nodes' blocks with PMPI in MPI_BYTE, and
+  // each rank unpacks with its own type. Arguments as Team's (shmcoll::in_place for MPI_IN_PLACE).
+  // Only for calls whose blocks together fit MPI's int counts (fits_int_counts).
+  static bool fits_int_counts(std::int64_t total_bytes) { return total_bytes <= INT_MAX; }
+  void allgather(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
+                 void* recvbuf, std::int64_t recvcount, const Datatype& recvtype);
+  void allgatherv(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
+                  void* recvbuf, std::span<const std::int64_t> recvcounts,
+                  std::span<const std::int64_t> displs, const Datatype& recvtype);
+  void gather(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype, void* recvbuf,
+              std::int64_t recvcount, const Datatype& recvtype, int root);
+  void scatter(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype, void* recvbuf,
+               std::int64_t recvcount, const Datatype& recvtype, int root);
 
  private:
   bool leader() const { return leaders_ != MPI_COMM_NULL; }
   // Node-local scratch for a leader's partial results, grown to the largest call seen, so later
   // calls of that size touch no new memory.
   void* scratch(int which, std::size_t bytes);
+  // Lays out the packed buffer of one call: node after node, each node's members in their order,
+  // `bytes(rank)` each; sets the offsets below and returns the total.
+  template <typename BytesOfRank>
+  std::int64_t lay_out(BytesOfRank bytes);
+  // Allgather(v)'s body: rank r's block holds count_of(r) elements at displacement_of(r).
+  template <typename CountOf, typename DisplacementOf>
+  void allgather_packed(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
+                        void* recvbuf, const Datatype& recvtype, CountOf count_of,
+                        DisplacementOf displacement_of);
+  // The packed buffer of a rooted call (gather, scatter), `total` bytes where it holds them all.
+  std::byte* packed_for_root(std::int64_t total, bool at_root);
+  // Gathers this node's blocks (each rank's send data) to the leader's packed buffer.
+  void gather_to_leader(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
+                        std::byte* packed);
+  // Moves `bytes` of the packed buffer between a root that is not its node's leader and the
+  // leader, over the node's communicator.
+  void root_sends_to_leader(std::byte* packed, std::int64_t bytes, int root);
+  void leader_sends_to_root(std::byte* packed, std::int64_t bytes, int root);
+  int node() const { return node_of_rank_[rank_]; }
+  // The tag of the layer's point-to-point messages between a root and its node's leader, out of
+  // the way of small application tags (on the node's own communicator anyway).
+  static constexpr int kResultTag = 0x5c01;
 
   int rank_ = 0;
   MPI_Comm node_ = MPI_COMM_NULL;
@@ -48,6 +95,12 @@ class NodeHierarchy {
   std::vector<int> node_of_rank_;       // the node (its leader's rank in leaders_) of each rank
   std::vector<int> node_rank_of_rank_;  // each rank's rank inside its node
   bool rank_ordered_ = false;
+  std::vector<std::vector<int>> members_;  // each node's ranks, in their order inside it
+  // One call's packed layout (lay_out): where each rank's block and each node's blocks start
+  // (int, as PMPI takes them), and my node's members' blocks relative to its start.
+  std::vector<std::int64_t> packed_at_;
+  std::vector<int> node_at_, node_bytes_;
+  std::vector<std::int64_t> member_at_, member_bytes_;
   std::vector<std::byte> scratch_[2];
 };
 

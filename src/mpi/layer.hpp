@@ -26,8 +26,9 @@ class NodeHierarchy;
 struct Route {
   Team* team = nullptr;
   NodeHierarchy* nodes = nullptr;
-  // The communicator's size where shmcoll serves it, else 0.
+  // The communicator's size and this rank where shmcoll serves it, else 0 and -1.
   int size() const;
+  int rank() const;
 };
 Route route_of(MPI_Comm comm);
 // route_of(comm).team, for the collectives that run on one node's team only (on a communicator
@@ -150,21 +151,22 @@ std::optional<std::span<const Datatype>> datatypes_of(const MPI_Datatype* types,
 // (route_of, datatype_of, reduction_of, the intercepted call), read when the call ends in PMPI.
 enum class PmpiReason : unsigned char {
   unexplained,
-  null_handle,         // MPI_COMM_NULL, MPI_DATATYPE_NULL: the MPI reports the error
-  layer_off,           // SHMCOLL_MPI_DISABLE=1
-  warming_up,          // the communicator's calls before it proved busy
-  one_rank,            // a communicator of one rank (MPI_COMM_SELF): the MPI's copy is as fast
-  intercommunicator,   //
-  team_cap,            // SHMCOLL_MPI_MAX_TEAMS communicators held a team at its last check
-  no_team,             // a member could not join (too little /dev/shm, ...), said on stderr
-  team_ended,          // a mismatched call or a dead peer ended the communicator's team
-  spans_nodes,         // the collective runs on one node's team only
-  order_across_nodes,  // a non-commutative op over nodes that do not hold rank ranges in order
-  datatype_unknown,    // a datatype that could be neither decoded nor probed
-  op_refused,          // the MPI itself refuses the op on the datatype (it reports the error)
-  derived_type,        // a predefined op on a derived datatype that the MPI accepts (not served)
-  user_op_derived,     // a user op on a derived datatype: it must see the caller's layout
-  not_reducible,       // a datatype shmcoll has no element type for (MPI_PACKED, ...)
+  null_handle,          // MPI_COMM_NULL, MPI_DATATYPE_NULL: the MPI reports the error
+  layer_off,            // SHMCOLL_MPI_DISABLE=1
+  warming_up,           // the communicator's calls before it proved busy
+  one_rank,             // a communicator of one rank (MPI_COMM_SELF): the MPI's copy is as fast
+  intercommunicator,    //
+  team_cap,             // SHMCOLL_MPI_MAX_TEAMS communicators held a team at its last check
+  no_team,              // a member could not join (too little /dev/shm, ...), said on stderr
+  team_ended,           // a mismatched call or a dead peer ended the communicator's team
+  spans_nodes,          // the collective runs on one node's team only
+  too_large_for_nodes,  // node by node, blocks past MPI's int counts
+  order_across_nodes,   // a non-commutative op over nodes that do not hold rank ranges in order
+  datatype_unknown,     // a datatype that could be neither decoded nor probed
+  op_refused,           // the MPI itself refuses the op on the datatype (it reports the error)
+  derived_type,         // a predefined op on a derived datatype that the MPI accepts (not served)
+  user_op_derived,      // a user op on a derived datatype: it must see the caller's layout
+  not_reducible,        // a datatype shmcoll has no element type for (MPI_PACKED, ...)
   count
 };
 void note_pmpi_reason(PmpiReason reason);

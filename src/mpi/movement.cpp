@@ -1,11 +1,12 @@
-// The intercepted data-movement collectives, on communicators whose members share the node (on
-// one spanning nodes they are plain PMPI calls). Arguments the standard makes insignificant on
+// The intercepted data-movement collectives, on communicators whose members share the node, and
+// gather, scatter and allgather(v) node by node on one spanning nodes (the others are then plain
+// PMPI calls). Arguments the standard makes insignificant on
 // a rank (the send side of scatter off the root, the send side of an in-place call) are never
 // mapped, so whatever handle the program passes there cannot change the path. Statistics count
 // the bytes this rank receives.
 #include <numeric>
 
-#include "mpi/layer.hpp"
+#include "mpi/hierarchy.hpp"
 
 using namespace shmcoll::mpi;
 using shmcoll::Collective;
@@ -44,6 +45,16 @@ std::optional<int> block_per_rank(BlockPerRank collective, const char* name, Cal
   });
 }
 
+// Node by node, a call's blocks travel between the leaders as one MPI_BYTE run per node: past
+// MPI's int counts it goes to PMPI (every rank computes the same total).
+bool fits_node_by_node(const Route& route, std::size_t total_bytes) {
+  if (!route.nodes || NodeHierarchy::fits_int_counts(static_cast<std::int64_t>(total_bytes))) {
+    return true;
+  }
+  note_pmpi_reason(PmpiReason::too_large_for_nodes);
+  return false;
+}
+
 }  // namespace
 
 extern "C" {
@@ -51,21 +62,31 @@ extern "C" {
 int MPI_Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
   CallTimer timer(Collective::scatter);
-  if (Team* team = one_node_team(comm)) {
-    const bool at_root = team->rank() == root;
+  const Route route = route_of(comm);
+  if (route.size() > 0) {
+    const bool at_root = route.rank() == root;
     const bool keeps_own = at_root && recvbuf == MPI_IN_PLACE;
     const Datatype* send_type = type_if(at_root, sendtype);
     const Datatype* recv_type = type_if(!keeps_own, recvtype);
     if (send_type && recv_type) {
-      Arguments arguments("MPI_Scatter", team->size());
+      Arguments arguments("MPI_Scatter", route.size());
       arguments.root(root);
       if (at_root) arguments.count("sendcount", sendcount);
       if (!keeps_own) arguments.count("recvcount", recvcount);
       if (!arguments.valid()) return arguments.raise(comm, timer);
-      return through_shmcoll(comm, timer, keeps_own ? 0 : bytes_of(recvcount, *recv_type), [&] {
-        team->scatter(sendbuf, sendcount, *send_type, recv_of(recvbuf), recvcount, *recv_type,
-                      root);
-      });
+      const std::size_t block =
+          at_root ? bytes_of(sendcount, *send_type) : bytes_of(recvcount, *recv_type);
+      if (fits_node_by_node(route, block * route.size())) {
+        return through_shmcoll(comm, timer, keeps_own ? 0 : bytes_of(recvcount, *recv_type), [&] {
+          if (route.team) {
+            route.team->scatter(sendbuf, sendcount, *send_type, recv_of(recvbuf), recvcount,
+                                *recv_type, root);
+          } else {
+            route.nodes->scatter(sendbuf, sendcount, *send_type, recv_of(recvbuf), recvcount,
+                                 *recv_type, root);
+          }
+        });
+      }
     }
   }
   return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
@@ -100,20 +121,30 @@ int MPI_Scatterv(const void* sendbuf, const int sendcounts[], const int displs[]
 int MPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
   CallTimer timer(Collective::gather);
-  if (Team* team = one_node_team(comm)) {
-    const bool at_root = team->rank() == root;
+  const Route route = route_of(comm);
+  if (route.size() > 0) {
+    const bool at_root = route.rank() == root;
     const Datatype* send_type = type_if(sendbuf != MPI_IN_PLACE, sendtype);
     const Datatype* recv_type = type_if(at_root, recvtype);
     if (send_type && recv_type) {
-      Arguments arguments("MPI_Gather", team->size());
+      Arguments arguments("MPI_Gather", route.size());
       arguments.root(root);
       if (sendbuf != MPI_IN_PLACE) arguments.count("sendcount", sendcount);
       if (at_root) arguments.count("recvcount", recvcount);
       if (!arguments.valid()) return arguments.raise(comm, timer);
-      const std::size_t bytes = at_root ? bytes_of(recvcount, *recv_type) * team->size() : 0;
-      return through_shmcoll(comm, timer, bytes, [&] {
-        team->gather(send_of(sendbuf), sendcount, *send_type, recvbuf, recvcount, *recv_type, root);
-      });
+      const std::size_t block =
+          at_root ? bytes_of(recvcount, *recv_type) : bytes_of(sendcount, *send_type);
+      if (fits_node_by_node(route, block * route.size())) {
+        return through_shmcoll(comm, timer, at_root ? block * route.size() : 0, [&] {
+          if (route.team) {
+            route.team->gather(send_of(sendbuf), sendcount, *send_type, recvbuf, recvcount,
+                               *recv_type, root);
+          } else {
+            route.nodes->gather(send_of(sendbuf), sendcount, *send_type, recvbuf, recvcount,
+                                *recv_type, root);
+          }
+        });
+      }
     }
   }
   return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
@@ -147,8 +178,25 @@ int MPI_Gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void*
 int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   CallTimer timer(Collective::allgather);
-  if (const auto done = block_per_rank(&Team::allgather, "MPI_Allgather", timer, sendbuf, sendcount,
-                                       sendtype, recvbuf, recvcount, recvtype, comm)) {
+  const Route route = route_of(comm);
+  if (route.nodes) {
+    const Datatype* send_type = type_if(sendbuf != MPI_IN_PLACE, sendtype);
+    const Datatype* recv_type = datatype_of(recvtype);
+    if (send_type && recv_type) {
+      Arguments arguments("MPI_Allgather", route.size());
+      if (sendbuf != MPI_IN_PLACE) arguments.count("sendcount", sendcount);
+      if (!arguments.count("recvcount", recvcount).valid()) return arguments.raise(comm, timer);
+      const std::size_t bytes = bytes_of(recvcount, *recv_type) * route.size();
+      if (fits_node_by_node(route, bytes)) {
+        return through_shmcoll(comm, timer, bytes, [&] {
+          route.nodes->allgather(send_of(sendbuf), sendcount, *send_type, recvbuf, recvcount,
+                                 *recv_type);
+        });
+      }
+    }
+  } else if (const auto done =
+                 block_per_rank(&Team::allgather, "MPI_Allgather", timer, sendbuf, sendcount,
+                                sendtype, recvbuf, recvcount, recvtype, comm)) {
     return *done;
   }
   return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
@@ -158,20 +206,29 @@ int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, vo
                    const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                    MPI_Comm comm) {
   CallTimer timer(Collective::allgatherv);
-  if (Team* team = one_node_team(comm)) {
+  const Route route = route_of(comm);
+  if (route.size() > 0) {
     const Datatype* send_type = type_if(sendbuf != MPI_IN_PLACE, sendtype);
     const Datatype* recv_type = datatype_of(recvtype);
     if (send_type && recv_type) {
-      Arguments arguments("MPI_Allgatherv", team->size());
+      Arguments arguments("MPI_Allgatherv", route.size());
       arguments.counts("recvcounts", recvcounts);
       if (sendbuf != MPI_IN_PLACE) arguments.count("sendcount", sendcount);
       if (!arguments.valid()) return arguments.raise(comm, timer);
-      const auto counts = widen(recvcounts, team->size(), 2);
-      const auto offsets = widen(displs, team->size(), 3);
-      return through_shmcoll(comm, timer, total_bytes(counts, *recv_type), [&] {
-        team->allgatherv(send_of(sendbuf), sendcount, *send_type, recvbuf, counts, offsets,
-                         *recv_type);
-      });
+      const auto counts = widen(recvcounts, route.size(), 2);
+      const auto offsets = widen(displs, route.size(), 3);
+      const std::size_t bytes = total_bytes(counts, *recv_type);
+      if (fits_node_by_node(route, bytes)) {
+        return through_shmcoll(comm, timer, bytes, [&] {
+          if (route.team) {
+            route.team->allgatherv(send_of(sendbuf), sendcount, *send_type, recvbuf, counts,
+                                   offsets, *recv_type);
+          } else {
+            route.nodes->allgatherv(send_of(sendbuf), sendcount, *send_type, recvbuf, counts,
+                                    offsets, *recv_type);
+          }
+        });
+      }
     }
   }
   return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);

@@ -1,8 +1,8 @@
 // The intercepted barrier, broadcast and reductions. Each takes the shmcoll path when the
 // communicator has a route and every handle maps; the decision depends only on arguments MPI
-// requires to match across ranks, so all members take the same path. Barrier, bcast, reduce and
-// allreduce also run node by node on a communicator spanning nodes. Anything else is a plain
-// PMPI call.
+// requires to match across ranks, so all members take the same path. Barrier, bcast, reduce,
+// allreduce, scan and exscan also run node by node on a communicator spanning nodes. Anything
+// else is a plain PMPI call.
 #include "mpi/hierarchy.hpp"
 
 using namespace shmcoll::mpi;
@@ -11,18 +11,30 @@ using shmcoll::Team;
 
 namespace {
 
-// Scan and exscan on one node's team. Returns the call's result, or nullopt when it goes to PMPI
-// (also on a communicator spanning nodes).
+// Scan and exscan, on one node's team or node by node (where nodes hold ascending rank ranges:
+// a rank's prefix is then every earlier node's total, then its own node's prefix). Returns the
+// call's result, or nullopt when it goes to PMPI.
 using Prefix = void (Team::*)(const void*, void*, std::int64_t, shmcoll::Dtype, const shmcoll::Op&);
-std::optional<int> prefix(Prefix collective, CallTimer& timer, const void* sendbuf, void* recvbuf,
-                          int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
-  Team* team = one_node_team(comm);
-  const auto reduction = team ? reduction_of(type, op) : std::nullopt;
+using NodePrefix = void (NodeHierarchy::*)(const void*, void*, int, MPI_Datatype, MPI_Op,
+                                           const Reduction&);
+std::optional<int> prefix(Prefix on_team, NodePrefix on_nodes, CallTimer& timer,
+                          const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
+                          MPI_Op op, MPI_Comm comm) {
+  const Route route = route_of(comm);
+  const auto reduction = route.size() > 0 ? reduction_of(type, op) : std::nullopt;
   if (!reduction) return std::nullopt;
-  Arguments arguments("a prefix reduction", team->size());
+  if (route.nodes && !route.nodes->rank_ordered()) {
+    note_pmpi_reason(PmpiReason::order_across_nodes);
+    return std::nullopt;
+  }
+  Arguments arguments("a prefix reduction", route.size());
   if (!arguments.count("count", count).valid()) return arguments.raise(comm, timer);
   return through_shmcoll(comm, timer, reduction->bytes(count), [&] {
-    (team->*collective)(send_of(sendbuf), recvbuf, count, reduction->dtype, reduction->op);
+    if (route.team) {
+      (route.team->*on_team)(send_of(sendbuf), recvbuf, count, reduction->dtype, reduction->op);
+    } else {
+      (route.nodes->*on_nodes)(sendbuf, recvbuf, count, type, op, *reduction);
+    }
   });
 }
 
@@ -143,7 +155,8 @@ int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, 
 int MPI_Scan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
              MPI_Comm comm) {
   CallTimer timer(Collective::scan);
-  if (const auto done = prefix(&Team::scan, timer, sendbuf, recvbuf, count, type, op, comm)) {
+  if (const auto done = prefix(&Team::scan, &NodeHierarchy::scan, timer, sendbuf, recvbuf, count,
+                               type, op, comm)) {
     return *done;
   }
   return PMPI_Scan(sendbuf, recvbuf, count, type, op, comm);
@@ -152,7 +165,8 @@ int MPI_Scan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, M
 int MPI_Exscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
                MPI_Comm comm) {
   CallTimer timer(Collective::exscan);
-  if (const auto done = prefix(&Team::exscan, timer, sendbuf, recvbuf, count, type, op, comm)) {
+  if (const auto done = prefix(&Team::exscan, &NodeHierarchy::exscan, timer, sendbuf, recvbuf,
+                               count, type, op, comm)) {
     return *done;
   }
   return PMPI_Exscan(sendbuf, recvbuf, count, type, op, comm);

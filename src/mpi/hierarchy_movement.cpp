@@ -1,0 +1,194 @@
+// Gather, scatter and allgather(v) on a communicator spanning nodes (hierarchy.hpp): blocks
+// travel packed, node after node, so the leaders' PMPI calls move each node's blocks as one run
+// of bytes whatever the ranks' types.
+#include <algorithm>
+#include <climits>
+#include <cstring>
+
+#include "mpi/hierarchy.hpp"
+
+namespace shmcoll::mpi {
+
+namespace {
+
+const Datatype& bytes_type() {
+  static const Datatype byte(Dtype::byte);
+  return byte;
+}
+
+}  // namespace
+
+template <typename BytesOfRank>
+std::int64_t NodeHierarchy::lay_out(BytesOfRank bytes) {
+  std::int64_t total = 0;
+  for (std::size_t n = 0; n < members_.size(); ++n) {
+    const std::int64_t node_start = total;
+    for (int member : members_[n]) {
+      packed_at_[member] = total;
+      total += bytes(member);
+    }
+    // Past INT_MAX the caller goes to PMPI before these are used.
+    node_at_[n] = static_cast<int>(std::min<std::int64_t>(node_start, INT_MAX));
+    node_bytes_[n] = static_cast<int>(std::min<std::int64_t>(total - node_start, INT_MAX));
+  }
+  const auto& mine = members_[node()];
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    member_at_[i] = packed_at_[mine[i]] - node_at_[node()];
+    member_bytes_[i] = bytes(mine[i]);
+  }
+  return total;
+}
+
+std::byte* NodeHierarchy::packed_for_root(std::int64_t total, bool at_root) {
+  // Only the leaders and the root hold every block; the others move theirs through the node team.
+  const bool holds_all = leader() || at_root;
+  return static_cast<std::byte*>(scratch(0, static_cast<std::size_t>(holds_all ? total : 0)));
+}
+
+void NodeHierarchy::gather_to_leader(const void* sendbuf, std::int64_t sendcount,
+                                     const Datatype& sendtype, std::byte* packed) {
+  node_team_->gatherv(sendbuf, sendcount, sendtype, leader() ? packed + node_at_[node()] : nullptr,
+                      member_bytes_, member_at_, bytes_type(), 0);
+}
+
+void NodeHierarchy::root_sends_to_leader(std::byte* packed, std::int64_t bytes, int root) {
+  if (node_rank_of_rank_[root] == 0 || node() != node_of_rank_[root]) return;
+  if (rank_ == root) {
+    PMPI_Send(packed, static_cast<int>(bytes), MPI_BYTE, 0, kResultTag, node_);
+  } else if (leader()) {
+    PMPI_Recv(packed, static_cast<int>(bytes), MPI_BYTE, node_rank_of_rank_[root], kResultTag,
+              node_, MPI_STATUS_IGNORE);
+  }
+}
+
+void NodeHierarchy::leader_sends_to_root(std::byte* packed, std::int64_t bytes, int root) {
+  if (node_rank_of_rank_[root] == 0 || node() != node_of_rank_[root]) return;
+  if (leader()) {
+    PMPI_Send(packed, static_cast<int>(bytes), MPI_BYTE, node_rank_of_rank_[root], kResultTag,
+              node_);
+  } else if (rank_ == root) {
+    PMPI_Recv(packed, static_cast<int>(bytes), MPI_BYTE, 0, kResultTag, node_, MPI_STATUS_IGNORE);
+  }
+}
+
+template <typename CountOf, typename DisplacementOf>
+void NodeHierarchy::allgather_packed(const void* sendbuf, std::int64_t sendcount,
+                                     const Datatype& sendtype, void* recvbuf,
+                                     const Datatype& recvtype, CountOf count_of,
+                                     DisplacementOf displacement_of) {
+  const auto bytes = [&](int r) {
+    return count_of(r) * static_cast<std::int64_t>(recvtype.size());
+  };
+  const std::int64_t total = lay_out(bytes);
+  auto* packed = static_cast<std::byte*>(scratch(0, static_cast<std::size_t>(total)));
+  auto* received = static_cast<std::byte*>(recvbuf);
+  const auto block = [&](int r) { return received + displacement_of(r) * recvtype.extent(); };
+  const bool in_place = sendbuf == shmcoll::in_place;
+  if (in_place) {
+    gather_to_leader(block(rank_), count_of(rank_), recvtype, packed);
+  } else {
+    gather_to_leader(sendbuf, sendcount, sendtype, packed);
+  }
+  if (leader()) {
+    PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, packed, node_bytes_.data(), node_at_.data(),
+                    MPI_BYTE, leaders_);
+  }
+  if (total > 0) node_team_->bcast(packed, total, Dtype::byte, 0);
+  for (int r = 0; r < size(); ++r) {
+    if (r == rank_ && in_place) continue;
+    recvtype.unpack_range(packed + packed_at_[r], count_of(r), 0,
+                          static_cast<std::size_t>(bytes(r)), block(r));
+  }
+}
+
+void NodeHierarchy::allgather(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
+                              void* recvbuf, std::int64_t recvcount, const Datatype& recvtype) {
+  allgather_packed(
+      sendbuf, sendcount, sendtype, recvbuf, recvtype, [&](int) { return recvcount; },
+      [&](int r) { return r * recvcount; });
+}
+
+void NodeHierarchy::allgatherv(const void* sendbuf, std::int64_t sendcount,
+                               const Datatype& sendtype, void* recvbuf,
+                               std::span<const std::int64_t> recvcounts,
+                               std::span<const std::int64_t> displs, const Datatype& recvtype) {
+  allgather_packed(
+      sendbuf, sendcount, sendtype, recvbuf, recvtype, [&](int r) { return recvcounts[r]; },
+      [&](int r) { return displs[r]; });
+}
+
+void NodeHierarchy::gather(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
+                           void* recvbuf, std::int64_t recvcount, const Datatype& recvtype,
+                           int root) {
+  const bool at_root = rank_ == root;
+  const bool in_place = sendbuf == shmcoll::in_place;
+  // Every block has the same bytes: the root's recvcount, every rank's sendcount.
+  const std::int64_t block_bytes = at_root ? recvcount * static_cast<std::int64_t>(recvtype.size())
+                                           : sendcount * static_cast<std::int64_t>(sendtype.size());
+  const std::int64_t total = lay_out([&](int) { return block_bytes; });
+  std::byte* packed = packed_for_root(total, at_root);
+  auto* received = static_cast<std::byte*>(recvbuf);
+  const auto block = [&](int r) { return received + r * recvcount * recvtype.extent(); };
+  if (in_place) {
+    gather_to_leader(block(rank_), recvcount, recvtype, packed);
+  } else {
+    gather_to_leader(sendbuf, sendcount, sendtype, packed);
+  }
+  const int root_node = node_of_rank_[root];
+  if (leader()) {
+    const bool root_leader = node() == root_node;
+    PMPI_Gatherv(root_leader ? MPI_IN_PLACE : packed + node_at_[node()], node_bytes_[node()],
+                 MPI_BYTE, packed, node_bytes_.data(), node_at_.data(), MPI_BYTE, root_node,
+                 leaders_);
+  }
+  leader_sends_to_root(packed, total, root);
+  if (!at_root) return;
+  for (int r = 0; r < size(); ++r) {
+    if (r == rank_ && in_place) continue;
+    recvtype.unpack_range(packed + packed_at_[r], recvcount, 0,
+                          static_cast<std::size_t>(block_bytes), block(r));
+  }
+}
+
+void NodeHierarchy::scatter(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
+                            void* recvbuf, std::int64_t recvcount, const Datatype& recvtype,
+                            int root) {
+  const bool at_root = rank_ == root;
+  const bool in_place = recvbuf == shmcoll::in_place;  // the root's only
+  const std::int64_t block_bytes = at_root ? sendcount * static_cast<std::int64_t>(sendtype.size())
+                                           : recvcount * static_cast<std::int64_t>(recvtype.size());
+  const std::int64_t total = lay_out([&](int) { return block_bytes; });
+  std::byte* packed = packed_for_root(total, at_root);
+  if (at_root) {
+    const auto* sent = static_cast<const std::byte*>(sendbuf);
+    for (int r = 0; r < size(); ++r) {
+      sendtype.pack_range(sent + r * sendcount * sendtype.extent(), sendcount, 0,
+                          static_cast<std::size_t>(block_bytes), packed + packed_at_[r]);
+    }
+  }
+  root_sends_to_leader(packed, total, root);
+  const int root_node = node_of_rank_[root];
+  if (leader()) {
+    const bool root_leader = node() == root_node;
+    PMPI_Scatterv(packed, node_bytes_.data(), node_at_.data(), MPI_BYTE,
+                  root_leader ? MPI_IN_PLACE : packed + node_at_[node()], node_bytes_[node()],
+                  MPI_BYTE, root_node, leaders_);
+  }
+  // A root that keeps its block in place takes its copy into scratch, never into its send buffer.
+  void* into = recvbuf;
+  std::int64_t count = recvcount;
+  const Datatype* type = &recvtype;
+  if (in_place) {
+    if (leader()) {
+      into = shmcoll::in_place;
+    } else {
+      into = scratch(1, static_cast<std::size_t>(block_bytes));
+      count = block_bytes;
+      type = &bytes_type();
+    }
+  }
+  node_team_->scatterv(packed + node_at_[node()], member_bytes_, member_at_, bytes_type(), into,
+                       count, *type, 0);
+}
+
+}  // namespace shmcoll::mpi
