@@ -45,6 +45,15 @@ class NodeHierarchy {
   void exscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
               const Reduction& reduction);
 
+  // Each rank's block of the reduction (MPI_Reduce_scatter(_block)): each node's team reduces the
+  // whole vector to its leader, the leaders reduce-scatter whole nodes' blocks with PMPI, and each
+  // node's team scatters its members' blocks. Only for commutative ops or rank_ordered nodes,
+  // and for vectors within MPI's int counts (fits_int_counts).
+  void reduce_scatter(const void* sendbuf, void* recvbuf, std::span<const std::int64_t> recvcounts,
+                      MPI_Datatype type, MPI_Op op, const Reduction& reduction);
+  void reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype type,
+                            MPI_Op op, const Reduction& reduction);
+
   // Data movement on packed bytes: each node's team gathers its members' blocks to the leader
   // (scatters them from it), the leaders exchange whole nodes' blocks with PMPI in MPI_BYTE, and
   // each rank unpacks with its own type. Arguments as Team's (shmcoll::in_place for MPI_IN_PLACE).
@@ -66,9 +75,14 @@ class NodeHierarchy {
   // calls of that size touch no new memory.
   void* scratch(int which, std::size_t bytes);
   // Lays out the packed buffer of one call: node after node, each node's members in their order,
-  // `bytes(rank)` each; sets the offsets below and returns the total.
+  // `bytes(rank)` each (or elements, for the reductions); sets the offsets below and returns the
+  // total.
   template <typename BytesOfRank>
   std::int64_t lay_out(BytesOfRank bytes);
+  // Reduce_scatter(_block)'s body: rank r's block holds count_of(r) elements.
+  template <typename CountOf>
+  void reduce_scatter_packed(const void* sendbuf, void* recvbuf, MPI_Datatype type, MPI_Op op,
+                             const Reduction& reduction, CountOf count_of);
   // Allgather(v)'s body: rank r's block holds count_of(r) elements at displacement_of(r).
   template <typename CountOf, typename DisplacementOf>
   void allgather_packed(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
@@ -101,7 +115,16 @@ class NodeHierarchy {
   std::vector<std::int64_t> packed_at_;
   std::vector<int> node_at_, node_bytes_;
   std::vector<std::int64_t> member_at_, member_bytes_;
-  std::vector<std::byte> scratch_[2];
+  std::vector<std::byte> scratch_[3];
 };
+
+// Whether a call on `route` may take the shmcoll path as far as its size goes: node by node, the
+// leaders' PMPI calls take int counts, and past them the call goes to PMPI (every rank computes
+// the same `total`, in bytes or elements as the call's counts are).
+inline bool fits_node_by_node(const Route& route, std::int64_t total) {
+  if (!route.nodes || NodeHierarchy::fits_int_counts(total)) return true;
+  note_pmpi_reason(PmpiReason::too_large_for_nodes);
+  return false;
+}
 
 }  // namespace shmcoll::mpi

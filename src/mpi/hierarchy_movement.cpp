@@ -1,6 +1,6 @@
-// Gather, scatter and allgather(v) on a communicator spanning nodes (hierarchy.hpp): blocks
-// travel packed, node after node, so the leaders' PMPI calls move each node's blocks as one run
-// of bytes whatever the ranks' types.
+// Gather, scatter, allgather(v) and reduce_scatter(_block) on a communicator spanning nodes
+// (hierarchy.hpp): blocks travel packed, node after node, so the leaders' PMPI calls move each
+// node's blocks as one run whatever the ranks' types.
 #include <algorithm>
 #include <climits>
 #include <cstring>
@@ -189,6 +189,51 @@ void NodeHierarchy::scatter(const void* sendbuf, std::int64_t sendcount, const D
   }
   node_team_->scatterv(packed + node_at_[node()], member_bytes_, member_at_, bytes_type(), into,
                        count, *type, 0);
+}
+
+template <typename CountOf>
+void NodeHierarchy::reduce_scatter_packed(const void* sendbuf, void* recvbuf, MPI_Datatype type,
+                                          MPI_Op op, const Reduction& reduction, CountOf count_of) {
+  const std::int64_t total = lay_out(count_of);  // in elements
+  const std::size_t element = dtype_size(reduction.dtype);
+  const void* input = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+  std::byte* node_part = nullptr;
+  if (leader()) {
+    auto* partial = static_cast<std::byte*>(scratch(0, total * element));
+    node_team_->reduce(input, partial, total, reduction.dtype, reduction.op, 0);
+    // The leaders' blocks must follow each other node by node: where nodes do not hold
+    // ascending rank ranges, the vector is reordered first.
+    std::byte* in_node_order = partial;
+    if (!rank_ordered_) {
+      in_node_order = static_cast<std::byte*>(scratch(1, total * element));
+      std::int64_t at = 0;
+      for (int r = 0; r < size(); ++r) {
+        std::memcpy(in_node_order + packed_at_[r] * element, partial + at * element,
+                    count_of(r) * element);
+        at += count_of(r);
+      }
+    }
+    node_part = static_cast<std::byte*>(scratch(2, node_bytes_[node()] * element));
+    PMPI_Reduce_scatter(in_node_order, node_part, node_bytes_.data(), type, op, leaders_);
+  } else {
+    node_team_->reduce(input, nullptr, total, reduction.dtype, reduction.op, 0);
+  }
+  const Datatype element_type(reduction.dtype);
+  node_team_->scatterv(node_part, member_bytes_, member_at_, element_type, recvbuf, count_of(rank_),
+                       element_type, 0);
+}
+
+void NodeHierarchy::reduce_scatter(const void* sendbuf, void* recvbuf,
+                                   std::span<const std::int64_t> recvcounts, MPI_Datatype type,
+                                   MPI_Op op, const Reduction& reduction) {
+  reduce_scatter_packed(sendbuf, recvbuf, type, op, reduction,
+                        [&](int r) { return recvcounts[r]; });
+}
+
+void NodeHierarchy::reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
+                                         MPI_Datatype type, MPI_Op op, const Reduction& reduction) {
+  reduce_scatter_packed(sendbuf, recvbuf, type, op, reduction,
+                        [&](int) { return std::int64_t{recvcount}; });
 }
 
 }  // namespace shmcoll::mpi

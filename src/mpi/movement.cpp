@@ -45,16 +45,6 @@ std::optional<int> block_per_rank(BlockPerRank collective, const char* name, Cal
   });
 }
 
-// Node by node, a call's blocks travel between the leaders as one MPI_BYTE run per node: past
-// MPI's int counts it goes to PMPI (every rank computes the same total).
-bool fits_node_by_node(const Route& route, std::size_t total_bytes) {
-  if (!route.nodes || NodeHierarchy::fits_int_counts(static_cast<std::int64_t>(total_bytes))) {
-    return true;
-  }
-  note_pmpi_reason(PmpiReason::too_large_for_nodes);
-  return false;
-}
-
 }  // namespace
 
 extern "C" {
@@ -76,7 +66,7 @@ int MPI_Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void*
       if (!arguments.valid()) return arguments.raise(comm, timer);
       const std::size_t block =
           at_root ? bytes_of(sendcount, *send_type) : bytes_of(recvcount, *recv_type);
-      if (fits_node_by_node(route, block * route.size())) {
+      if (fits_node_by_node(route, static_cast<std::int64_t>(block) * route.size())) {
         return through_shmcoll(comm, timer, keeps_own ? 0 : bytes_of(recvcount, *recv_type), [&] {
           if (route.team) {
             route.team->scatter(sendbuf, sendcount, *send_type, recv_of(recvbuf), recvcount,
@@ -134,7 +124,7 @@ int MPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* 
       if (!arguments.valid()) return arguments.raise(comm, timer);
       const std::size_t block =
           at_root ? bytes_of(recvcount, *recv_type) : bytes_of(sendcount, *send_type);
-      if (fits_node_by_node(route, block * route.size())) {
+      if (fits_node_by_node(route, static_cast<std::int64_t>(block) * route.size())) {
         return through_shmcoll(comm, timer, at_root ? block * route.size() : 0, [&] {
           if (route.team) {
             route.team->gather(send_of(sendbuf), sendcount, *send_type, recvbuf, recvcount,
@@ -187,7 +177,7 @@ int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
       if (sendbuf != MPI_IN_PLACE) arguments.count("sendcount", sendcount);
       if (!arguments.count("recvcount", recvcount).valid()) return arguments.raise(comm, timer);
       const std::size_t bytes = bytes_of(recvcount, *recv_type) * route.size();
-      if (fits_node_by_node(route, bytes)) {
+      if (fits_node_by_node(route, static_cast<std::int64_t>(bytes))) {
         return through_shmcoll(comm, timer, bytes, [&] {
           route.nodes->allgather(send_of(sendbuf), sendcount, *send_type, recvbuf, recvcount,
                                  *recv_type);
@@ -218,7 +208,7 @@ int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, vo
       const auto counts = widen(recvcounts, route.size(), 2);
       const auto offsets = widen(displs, route.size(), 3);
       const std::size_t bytes = total_bytes(counts, *recv_type);
-      if (fits_node_by_node(route, bytes)) {
+      if (fits_node_by_node(route, static_cast<std::int64_t>(bytes))) {
         return through_shmcoll(comm, timer, bytes, [&] {
           if (route.team) {
             route.team->allgatherv(send_of(sendbuf), sendcount, *send_type, recvbuf, counts,

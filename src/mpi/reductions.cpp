@@ -3,6 +3,8 @@
 // requires to match across ranks, so all members take the same path. Barrier, bcast, reduce,
 // allreduce, scan and exscan also run node by node on a communicator spanning nodes. Anything
 // else is a plain PMPI call.
+#include <numeric>
+
 #include "mpi/hierarchy.hpp"
 
 using namespace shmcoll::mpi;
@@ -10,6 +12,13 @@ using shmcoll::Collective;
 using shmcoll::Team;
 
 namespace {
+
+// Node by node, a reduction keeps rank order only where nodes hold ascending rank ranges.
+bool serves_across_nodes(const Route& route, const Reduction& reduction) {
+  if (!route.nodes || reduction.op.commutative() || route.nodes->rank_ordered()) return true;
+  note_pmpi_reason(PmpiReason::order_across_nodes);
+  return false;
+}
 
 // Scan and exscan, on one node's team or node by node (where nodes hold ascending rank ranges:
 // a rank's prefix is then every earlier node's total, then its own node's prefix). Returns the
@@ -86,13 +95,11 @@ int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
                   reduction->dtype, reduction->op, root);
     });
   }
-  // Node by node keeps rank order only when nodes hold contiguous rank ranges.
-  if (reduction && route.nodes && (reduction->op.commutative() || route.nodes->rank_ordered())) {
+  if (reduction && route.nodes && serves_across_nodes(route, *reduction)) {
     return through_shmcoll(comm, timer, reduction->bytes(count), [&] {
       route.nodes->reduce(sendbuf, recvbuf, count, type, op, *reduction, root);
     });
   }
-  if (reduction && route.nodes) note_pmpi_reason(PmpiReason::order_across_nodes);
   return PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm);
 }
 
@@ -110,28 +117,34 @@ int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype ty
       route.team->allreduce(send_of(sendbuf), recvbuf, count, reduction->dtype, reduction->op);
     });
   }
-  if (reduction && route.nodes && (reduction->op.commutative() || route.nodes->rank_ordered())) {
+  if (reduction && route.nodes && serves_across_nodes(route, *reduction)) {
     return through_shmcoll(comm, timer, reduction->bytes(count), [&] {
       route.nodes->allreduce(sendbuf, recvbuf, count, type, op, *reduction);
     });
   }
-  if (reduction && route.nodes) note_pmpi_reason(PmpiReason::order_across_nodes);
   return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
 }
 
 int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
                        MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
   CallTimer timer(Collective::reduce_scatter);
-  Team* team = one_node_team(comm);
-  const auto reduction = team ? reduction_of(type, op) : std::nullopt;
-  if (reduction) {
-    Arguments arguments("MPI_Reduce_scatter", team->size());
+  const Route route = route_of(comm);
+  const auto reduction = route.size() > 0 ? reduction_of(type, op) : std::nullopt;
+  if (reduction && serves_across_nodes(route, *reduction)) {
+    Arguments arguments("MPI_Reduce_scatter", route.size());
     if (!arguments.counts("recvcounts", recvcounts).valid()) return arguments.raise(comm, timer);
-    const auto counts = widen(recvcounts, team->size(), 0);
-    const int own = recvcounts ? recvcounts[team->rank()] : 0;
-    return through_shmcoll(comm, timer, reduction->bytes(own), [&] {
-      team->reduce_scatter(send_of(sendbuf), recvbuf, counts, reduction->dtype, reduction->op);
-    });
+    const auto counts = widen(recvcounts, route.size(), 0);
+    if (fits_node_by_node(route, std::accumulate(counts.begin(), counts.end(), std::int64_t{0}))) {
+      const int own = recvcounts ? recvcounts[route.rank()] : 0;
+      return through_shmcoll(comm, timer, reduction->bytes(own), [&] {
+        if (route.team) {
+          route.team->reduce_scatter(send_of(sendbuf), recvbuf, counts, reduction->dtype,
+                                     reduction->op);
+        } else {
+          route.nodes->reduce_scatter(sendbuf, recvbuf, counts, type, op, *reduction);
+        }
+      });
+    }
   }
   return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, type, op, comm);
 }
@@ -139,15 +152,21 @@ int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[
 int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype type,
                              MPI_Op op, MPI_Comm comm) {
   CallTimer timer(Collective::reduce_scatter_block);
-  Team* team = one_node_team(comm);
-  const auto reduction = team ? reduction_of(type, op) : std::nullopt;
-  if (reduction) {
-    Arguments arguments("MPI_Reduce_scatter_block", team->size());
+  const Route route = route_of(comm);
+  const auto reduction = route.size() > 0 ? reduction_of(type, op) : std::nullopt;
+  if (reduction && serves_across_nodes(route, *reduction)) {
+    Arguments arguments("MPI_Reduce_scatter_block", route.size());
     if (!arguments.count("recvcount", recvcount).valid()) return arguments.raise(comm, timer);
-    return through_shmcoll(comm, timer, reduction->bytes(recvcount), [&] {
-      team->reduce_scatter_block(send_of(sendbuf), recvbuf, recvcount, reduction->dtype,
-                                 reduction->op);
-    });
+    if (fits_node_by_node(route, std::int64_t{recvcount} * route.size())) {
+      return through_shmcoll(comm, timer, reduction->bytes(recvcount), [&] {
+        if (route.team) {
+          route.team->reduce_scatter_block(send_of(sendbuf), recvbuf, recvcount, reduction->dtype,
+                                           reduction->op);
+        } else {
+          route.nodes->reduce_scatter_block(sendbuf, recvbuf, recvcount, type, op, *reduction);
+        }
+      });
+    }
   }
   return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, type, op, comm);
 }

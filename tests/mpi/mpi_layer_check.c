@@ -349,6 +349,9 @@ int main(int argc, char** argv) {
   MPI_Comm_split(MPI_COMM_WORLD, 0, (rank % 2) * size + rank, &interleaved);
   check_user_ops(interleaved);
   check_reductions(interleaved, 100);
+  // ... and blocks gathered, scattered and reduce-scattered across such nodes.
+  check_prefix_and_scatter_reductions(interleaved);
+  check_movement(interleaved);
   MPI_Comm_free(&halves);
   MPI_Comm_free(&reversed);
   MPI_Comm_free(&interleaved);

@@ -8,8 +8,8 @@
 # passes when both runs pass their own checks, every rank's digest is the same in both, and the
 # layer really took the shmcoll path (SHMCOLL_MPI_VERBOSE's counts on rank 0): every intercepted
 # collective, or with fake nodes the ones that run node by node (barrier, bcast, reduce,
-# allreduce, scan, exscan, gather, scatter, allgather, allgatherv; the rest go to PMPI on
-# communicators spanning pretend nodes).
+# allreduce, scan, exscan, gather, scatter, allgather(v), reduce_scatter(_block); the rest go to
+# PMPI on communicators spanning pretend nodes).
 set -euo pipefail
 mpirun=$1 program=$2 layer=$3 np=$4 fake_nodes=${5:-0}
 source "$(dirname "$0")/mpi_launch.sh"
@@ -32,7 +32,7 @@ if ! diff "$work/plain.sorted" "$work/layer.sorted"; then
 fi
 [ "$(grep -c digest "$work/layer.sorted")" -eq "$np" ] || { echo "FAIL: not every rank reported"; exit 1; }
 collectives="barrier bcast reduce allreduce reduce_local scan exscan gather scatter allgather
-  allgatherv"
+  allgatherv reduce_scatter reduce_scatter_block"
 [ "$fake_nodes" -le 1 ] && collectives="$collectives reduce_scatter reduce_scatter_block scatter
   scatterv gather gatherv allgather allgatherv scan exscan alltoall alltoallv alltoallw"
 [ "$np" -eq 1 ] && collectives="reduce_local"  # one rank's communicators are the MPI's
