@@ -1,8 +1,7 @@
 // A communicator spanning nodes, run node by node: a shmcoll phase among each node's members,
 // PMPI among one leader per node (the node's lowest rank), and a shmcoll phase again, so MPI
-// stays the engine between nodes. Barrier, bcast, reduce, allreduce, scan, exscan, gather,
-// scatter, allgather and allgatherv take this path (hierarchy.cpp, hierarchy_movement.cpp); the
-// other collectives on such a communicator are plain PMPI calls.
+// stays the engine between nodes. Every collective but alltoall(v/w) takes this path
+// (hierarchy.cpp, hierarchy_movement.cpp); those are plain PMPI calls on such a communicator.
 #pragma once
 
 #include <climits>
@@ -68,6 +67,15 @@ class NodeHierarchy {
               std::int64_t recvcount, const Datatype& recvtype, int root);
   void scatter(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype, void* recvbuf,
                std::int64_t recvcount, const Datatype& recvtype, int root);
+  // The v forms: only the root knows every block's size, so each leader learns its members'
+  // sizes from the node's team, and the leaders move their nodes' runs to or from the root's
+  // leader with sized messages (sized_send), never counts any rank could not compute.
+  void gatherv(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype, void* recvbuf,
+               std::span<const std::int64_t> recvcounts, std::span<const std::int64_t> displs,
+               const Datatype& recvtype, int root);
+  void scatterv(const void* sendbuf, std::span<const std::int64_t> sendcounts,
+                std::span<const std::int64_t> displs, const Datatype& sendtype, void* recvbuf,
+                std::int64_t recvcount, const Datatype& recvtype, int root);
 
  private:
   bool leader() const { return leaders_ != MPI_COMM_NULL; }
@@ -90,9 +98,17 @@ class NodeHierarchy {
                         DisplacementOf displacement_of);
   // The packed buffer of a rooted call (gather, scatter), `total` bytes where it holds them all.
   std::byte* packed_for_root(std::int64_t total, bool at_root);
-  // Gathers this node's blocks (each rank's send data) to the leader's packed buffer.
+  // Gathers this node's blocks (each rank's send data) to the leader's packed buffer, as laid out
+  // in member_at_ and member_bytes_ from `node_start` (the node's offset in it).
   void gather_to_leader(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
-                        std::byte* packed);
+                        std::byte* node_start);
+  // Tells the leader my block's bytes: member_bytes_ and member_at_ (from 0) there; returns the
+  // node's total on the leader.
+  std::int64_t learn_member_bytes(std::int64_t mine);
+  // A message of any size: its bytes first, then the data in pieces within MPI's int counts.
+  // sized_receive grows scratch `which` to fit, at `offset`, and returns the bytes received.
+  static void sized_send(const std::byte* data, std::int64_t bytes, int peer, MPI_Comm comm);
+  std::int64_t sized_receive(int which, std::int64_t offset, int peer, MPI_Comm comm);
   // Moves `bytes` of the packed buffer between a root that is not its node's leader and the
   // leader, over the node's communicator.
   void root_sends_to_leader(std::byte* packed, std::int64_t bytes, int root);
@@ -101,6 +117,7 @@ class NodeHierarchy {
   // The tag of the layer's point-to-point messages between a root and its node's leader, out of
   // the way of small application tags (on the node's own communicator anyway).
   static constexpr int kResultTag = 0x5c01;
+  static constexpr std::int64_t kPieceBytes = std::int64_t{1} << 30;  // sized_send's pieces
 
   int rank_ = 0;
   MPI_Comm node_ = MPI_COMM_NULL;

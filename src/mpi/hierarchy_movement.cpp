@@ -46,9 +46,42 @@ std::byte* NodeHierarchy::packed_for_root(std::int64_t total, bool at_root) {
 }
 
 void NodeHierarchy::gather_to_leader(const void* sendbuf, std::int64_t sendcount,
-                                     const Datatype& sendtype, std::byte* packed) {
-  node_team_->gatherv(sendbuf, sendcount, sendtype, leader() ? packed + node_at_[node()] : nullptr,
-                      member_bytes_, member_at_, bytes_type(), 0);
+                                     const Datatype& sendtype, std::byte* node_start) {
+  node_team_->gatherv(sendbuf, sendcount, sendtype, leader() ? node_start : nullptr, member_bytes_,
+                      member_at_, bytes_type(), 0);
+}
+
+std::int64_t NodeHierarchy::learn_member_bytes(std::int64_t mine) {
+  node_team_->gather(&mine, 1, Dtype::i64, member_bytes_.data(), 1, Dtype::i64, 0);
+  if (!leader()) return 0;
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < member_bytes_.size(); ++i) {
+    member_at_[i] = total;
+    total += member_bytes_[i];
+  }
+  return total;
+}
+
+void NodeHierarchy::sized_send(const std::byte* data, std::int64_t bytes, int peer, MPI_Comm comm) {
+  PMPI_Send(&bytes, 1, MPI_INT64_T, peer, kResultTag, comm);
+  for (std::int64_t sent = 0; sent < bytes; sent += kPieceBytes) {
+    const auto piece = static_cast<int>(std::min<std::int64_t>(bytes - sent, kPieceBytes));
+    PMPI_Send(data + sent, piece, MPI_BYTE, peer, kResultTag, comm);
+  }
+}
+
+std::int64_t NodeHierarchy::sized_receive(int which, std::int64_t offset, int peer, MPI_Comm comm) {
+  std::int64_t bytes = 0;
+  PMPI_Recv(&bytes, 1, MPI_INT64_T, peer, kResultTag, comm, MPI_STATUS_IGNORE);
+  // Grown, keeping what lies before `offset`.
+  auto& buffer = scratch_[which];
+  if (buffer.size() < static_cast<std::size_t>(offset + bytes)) buffer.resize(offset + bytes);
+  for (std::int64_t received = 0; received < bytes; received += kPieceBytes) {
+    const auto piece = static_cast<int>(std::min<std::int64_t>(bytes - received, kPieceBytes));
+    PMPI_Recv(buffer.data() + offset + received, piece, MPI_BYTE, peer, kResultTag, comm,
+              MPI_STATUS_IGNORE);
+  }
+  return bytes;
 }
 
 void NodeHierarchy::root_sends_to_leader(std::byte* packed, std::int64_t bytes, int root) {
@@ -85,9 +118,9 @@ void NodeHierarchy::allgather_packed(const void* sendbuf, std::int64_t sendcount
   const auto block = [&](int r) { return received + displacement_of(r) * recvtype.extent(); };
   const bool in_place = sendbuf == shmcoll::in_place;
   if (in_place) {
-    gather_to_leader(block(rank_), count_of(rank_), recvtype, packed);
+    gather_to_leader(block(rank_), count_of(rank_), recvtype, packed + node_at_[node()]);
   } else {
-    gather_to_leader(sendbuf, sendcount, sendtype, packed);
+    gather_to_leader(sendbuf, sendcount, sendtype, packed + node_at_[node()]);
   }
   if (leader()) {
     PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, packed, node_bytes_.data(), node_at_.data(),
@@ -130,9 +163,9 @@ void NodeHierarchy::gather(const void* sendbuf, std::int64_t sendcount, const Da
   auto* received = static_cast<std::byte*>(recvbuf);
   const auto block = [&](int r) { return received + r * recvcount * recvtype.extent(); };
   if (in_place) {
-    gather_to_leader(block(rank_), recvcount, recvtype, packed);
+    gather_to_leader(block(rank_), recvcount, recvtype, packed + node_at_[node()]);
   } else {
-    gather_to_leader(sendbuf, sendcount, sendtype, packed);
+    gather_to_leader(sendbuf, sendcount, sendtype, packed + node_at_[node()]);
   }
   const int root_node = node_of_rank_[root];
   if (leader()) {
@@ -234,6 +267,123 @@ void NodeHierarchy::reduce_scatter_block(const void* sendbuf, void* recvbuf, int
                                          MPI_Datatype type, MPI_Op op, const Reduction& reduction) {
   reduce_scatter_packed(sendbuf, recvbuf, type, op, reduction,
                         [&](int) { return std::int64_t{recvcount}; });
+}
+
+void NodeHierarchy::gatherv(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
+                            void* recvbuf, std::span<const std::int64_t> recvcounts,
+                            std::span<const std::int64_t> displs, const Datatype& recvtype,
+                            int root) {
+  const bool at_root = rank_ == root;
+  const bool in_place = sendbuf == shmcoll::in_place;
+  auto* received = static_cast<std::byte*>(recvbuf);
+  const auto block = [&](int r) { return received + displs[r] * recvtype.extent(); };
+  const std::int64_t mine = in_place
+                                ? recvcounts[rank_] * static_cast<std::int64_t>(recvtype.size())
+                                : sendcount * static_cast<std::int64_t>(sendtype.size());
+  const std::int64_t node_total = learn_member_bytes(mine);
+  const int root_node = node_of_rank_[root];
+  // The root's leader collects the nodes' runs in node order (its own first where it is node 0's
+  // or not: each run goes where the nodes before it end).
+  auto* own_run = static_cast<std::byte*>(scratch(0, static_cast<std::size_t>(node_total)));
+  if (in_place) {
+    gather_to_leader(block(rank_), recvcounts[rank_], recvtype, own_run);
+  } else {
+    gather_to_leader(sendbuf, sendcount, sendtype, own_run);
+  }
+  std::int64_t total = node_total;
+  if (leader() && node() == root_node) {
+    // Node order: runs of earlier nodes, mine, later ones (scratch 1 holds them all).
+    total = 0;
+    for (int n = 0; n < static_cast<int>(members_.size()); ++n) {
+      if (n == node()) {
+        auto& all = scratch_[1];
+        if (all.size() < static_cast<std::size_t>(total + node_total))
+          all.resize(total + node_total);
+        std::memcpy(all.data() + total, scratch_[0].data(), static_cast<std::size_t>(node_total));
+        total += node_total;
+      } else {
+        total += sized_receive(1, total, n, leaders_);
+      }
+    }
+  } else if (leader()) {
+    sized_send(own_run, node_total, root_node, leaders_);
+  }
+  // A root that is not its node's leader gets every run from it.
+  if (node() == root_node && node_rank_of_rank_[root] != 0) {
+    if (leader()) sized_send(scratch_[1].data(), total, node_rank_of_rank_[root], node_);
+    if (at_root) sized_receive(1, 0, 0, node_);
+  }
+  if (!at_root) return;
+  const std::byte* packed = scratch_[1].data();
+  lay_out([&](int r) { return recvcounts[r] * static_cast<std::int64_t>(recvtype.size()); });
+  for (int r = 0; r < size(); ++r) {
+    if (r == rank_ && in_place) continue;
+    recvtype.unpack_range(packed + packed_at_[r], recvcounts[r], 0,
+                          static_cast<std::size_t>(recvcounts[r]) * recvtype.size(), block(r));
+  }
+}
+
+void NodeHierarchy::scatterv(const void* sendbuf, std::span<const std::int64_t> sendcounts,
+                             std::span<const std::int64_t> displs, const Datatype& sendtype,
+                             void* recvbuf, std::int64_t recvcount, const Datatype& recvtype,
+                             int root) {
+  const bool at_root = rank_ == root;
+  const bool in_place = recvbuf == shmcoll::in_place;  // the root's only
+  const int root_node = node_of_rank_[root];
+  const int nodes = static_cast<int>(members_.size());
+  // The root packs every block in node order, and tells its leader where each node's run starts
+  // (one int64 per node, then the end).
+  if (at_root) {
+    const auto bytes = [&](int r) {
+      return sendcounts[r] * static_cast<std::int64_t>(sendtype.size());
+    };
+    const std::int64_t total = lay_out(bytes);
+    auto* packed = static_cast<std::byte*>(scratch(1, static_cast<std::size_t>(total)));
+    const auto* sent = static_cast<const std::byte*>(sendbuf);
+    for (int r = 0; r < size(); ++r) {
+      sendtype.pack_range(sent + displs[r] * sendtype.extent(), sendcounts[r], 0,
+                          static_cast<std::size_t>(bytes(r)), packed + packed_at_[r]);
+    }
+    auto* starts = static_cast<std::int64_t*>(scratch(2, (nodes + 1) * sizeof(std::int64_t)));
+    for (int n = 0; n < nodes; ++n) starts[n] = packed_at_[members_[n].front()];
+    starts[nodes] = total;
+    if (!leader()) {
+      PMPI_Send(starts, nodes + 1, MPI_INT64_T, 0, kResultTag, node_);
+      sized_send(packed, total, 0, node_);
+    }
+  } else if (leader() && node() == root_node) {
+    PMPI_Recv(scratch(2, (nodes + 1) * sizeof(std::int64_t)), nodes + 1, MPI_INT64_T,
+              node_rank_of_rank_[root], kResultTag, node_, MPI_STATUS_IGNORE);
+    sized_receive(1, 0, node_rank_of_rank_[root], node_);
+  }
+  // The root's leader sends every other node its run; the others' leaders receive theirs.
+  std::byte* node_run = nullptr;
+  if (leader() && node() == root_node) {
+    const auto* starts = static_cast<const std::int64_t*>(scratch(2, 0));
+    for (int n = 0; n < nodes; ++n) {
+      if (n != node())
+        sized_send(scratch_[1].data() + starts[n], starts[n + 1] - starts[n], n, leaders_);
+    }
+    node_run = scratch_[1].data() + starts[node()];
+  } else if (leader()) {
+    sized_receive(1, 0, root_node, leaders_);
+    node_run = scratch_[1].data();
+  }
+  // Each leader scatters its node's blocks; a root keeping its block in place takes its copy into
+  // scratch, never into its send buffer.
+  const std::int64_t mine = in_place
+                                ? sendcounts[rank_] * static_cast<std::int64_t>(sendtype.size())
+                                : recvcount * static_cast<std::int64_t>(recvtype.size());
+  learn_member_bytes(mine);
+  void* into = recvbuf;
+  std::int64_t count = recvcount;
+  const Datatype* type = &recvtype;
+  if (in_place) {
+    into = scratch(0, static_cast<std::size_t>(mine));
+    count = mine;
+    type = &bytes_type();
+  }
+  node_team_->scatterv(node_run, member_bytes_, member_at_, bytes_type(), into, count, *type, 0);
 }
 
 }  // namespace shmcoll::mpi

@@ -1,9 +1,8 @@
 // The intercepted data-movement collectives, on communicators whose members share the node, and
-// gather, scatter and allgather(v) node by node on one spanning nodes (the others are then plain
-// PMPI calls). Arguments the standard makes insignificant on
-// a rank (the send side of scatter off the root, the send side of an in-place call) are never
-// mapped, so whatever handle the program passes there cannot change the path. Statistics count
-// the bytes this rank receives.
+// node by node on one spanning nodes but for alltoall(v/w) (plain PMPI calls there). Arguments
+// the standard makes insignificant on a rank (the send side of scatter off the root, the send
+// side of an in-place call) are never mapped, so whatever handle the program passes there cannot
+// change the path. Statistics count the bytes this rank receives.
 #include <numeric>
 
 #include "mpi/hierarchy.hpp"
@@ -86,21 +85,27 @@ int MPI_Scatterv(const void* sendbuf, const int sendcounts[], const int displs[]
                  MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
                  int root, MPI_Comm comm) {
   CallTimer timer(Collective::scatterv);
-  if (Team* team = one_node_team(comm)) {
-    const bool at_root = team->rank() == root;
+  const Route route = route_of(comm);
+  if (route.size() > 0) {
+    const bool at_root = route.rank() == root;
     const bool keeps_own = at_root && recvbuf == MPI_IN_PLACE;
     const Datatype* send_type = type_if(at_root, sendtype);
     const Datatype* recv_type = type_if(!keeps_own, recvtype);
     if (send_type && recv_type) {
-      Arguments arguments("MPI_Scatterv", team->size());
+      Arguments arguments("MPI_Scatterv", route.size());
       arguments.root(root).counts("sendcounts", at_root ? sendcounts : nullptr);
       if (!keeps_own) arguments.count("recvcount", recvcount);
       if (!arguments.valid()) return arguments.raise(comm, timer);
-      const auto counts = widen(at_root ? sendcounts : nullptr, team->size(), 0);
-      const auto offsets = widen(at_root ? displs : nullptr, team->size(), 1);
+      const auto counts = widen(at_root ? sendcounts : nullptr, route.size(), 0);
+      const auto offsets = widen(at_root ? displs : nullptr, route.size(), 1);
       return through_shmcoll(comm, timer, keeps_own ? 0 : bytes_of(recvcount, *recv_type), [&] {
-        team->scatterv(sendbuf, counts, offsets, *send_type, recv_of(recvbuf), recvcount,
-                       *recv_type, root);
+        if (route.team) {
+          route.team->scatterv(sendbuf, counts, offsets, *send_type, recv_of(recvbuf), recvcount,
+                               *recv_type, root);
+        } else {
+          route.nodes->scatterv(sendbuf, counts, offsets, *send_type, recv_of(recvbuf), recvcount,
+                                *recv_type, root);
+        }
       });
     }
   }
@@ -144,20 +149,26 @@ int MPI_Gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void*
                 const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
                 MPI_Comm comm) {
   CallTimer timer(Collective::gatherv);
-  if (Team* team = one_node_team(comm)) {
-    const bool at_root = team->rank() == root;
+  const Route route = route_of(comm);
+  if (route.size() > 0) {
+    const bool at_root = route.rank() == root;
     const Datatype* send_type = type_if(sendbuf != MPI_IN_PLACE, sendtype);
     const Datatype* recv_type = type_if(at_root, recvtype);
     if (send_type && recv_type) {
-      Arguments arguments("MPI_Gatherv", team->size());
+      Arguments arguments("MPI_Gatherv", route.size());
       arguments.root(root).counts("recvcounts", at_root ? recvcounts : nullptr);
       if (sendbuf != MPI_IN_PLACE) arguments.count("sendcount", sendcount);
       if (!arguments.valid()) return arguments.raise(comm, timer);
-      const auto counts = widen(at_root ? recvcounts : nullptr, team->size(), 2);
-      const auto offsets = widen(at_root ? displs : nullptr, team->size(), 3);
+      const auto counts = widen(at_root ? recvcounts : nullptr, route.size(), 2);
+      const auto offsets = widen(at_root ? displs : nullptr, route.size(), 3);
       return through_shmcoll(comm, timer, total_bytes(counts, *recv_type), [&] {
-        team->gatherv(send_of(sendbuf), sendcount, *send_type, recvbuf, counts, offsets, *recv_type,
-                      root);
+        if (route.team) {
+          route.team->gatherv(send_of(sendbuf), sendcount, *send_type, recvbuf, counts, offsets,
+                              *recv_type, root);
+        } else {
+          route.nodes->gatherv(send_of(sendbuf), sendcount, *send_type, recvbuf, counts, offsets,
+                               *recv_type, root);
+        }
       });
     }
   }

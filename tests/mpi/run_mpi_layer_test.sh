@@ -32,7 +32,7 @@ if ! diff "$work/plain.sorted" "$work/layer.sorted"; then
 fi
 [ "$(grep -c digest "$work/layer.sorted")" -eq "$np" ] || { echo "FAIL: not every rank reported"; exit 1; }
 collectives="barrier bcast reduce allreduce reduce_local scan exscan gather scatter allgather
-  allgatherv reduce_scatter reduce_scatter_block"
+  allgatherv reduce_scatter reduce_scatter_block scatterv gatherv"
 [ "$fake_nodes" -le 1 ] && collectives="$collectives reduce_scatter reduce_scatter_block scatter
   scatterv gather gatherv allgather allgatherv scan exscan alltoall alltoallv alltoallw"
 [ "$np" -eq 1 ] && collectives="reduce_local"  # one rank's communicators are the MPI's
