@@ -386,12 +386,6 @@ void pmpi_call_ended() {
   timed = nullptr;
 }
 
-Team* one_node_team(MPI_Comm comm) {
-  const Route route = route_of(comm);
-  if (route.nodes) note_pmpi_reason(PmpiReason::spans_nodes);
-  return route.team;
-}
-
 WaitCounts world_wait_counts() {
   if (keyval == MPI_KEYVAL_INVALID) return {};
   void* value = nullptr;

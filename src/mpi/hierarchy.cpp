@@ -36,7 +36,15 @@ NodeHierarchy::NodeHierarchy(MPI_Comm comm, MPI_Comm node) : node_(node) {
   for (auto& members : members_) {
     std::ranges::sort(members, {}, [&](int r) { return node_rank_of_rank_[r]; });
   }
+  column_at_.assign(nodes + 1, 0);
+  for (int n = 0; n < nodes; ++n) {
+    column_at_[n + 1] = column_at_[n] + static_cast<int>(members_[n].size());
+  }
+  for (auto* per_node : {&run_at_, &run_bytes_, &incoming_at_, &incoming_bytes_}) {
+    per_node->resize(nodes);
+  }
   packed_at_.resize(size);
+  received_at_.resize(size);
   node_at_.resize(nodes);
   node_bytes_.resize(nodes);
   member_at_.resize(members_[node_of_rank_[rank_]].size());
@@ -53,6 +61,11 @@ NodeHierarchy::~NodeHierarchy() {
   node_team_.reset();
   if (leader()) PMPI_Comm_free(&leaders_);
   PMPI_Comm_free(&node_);
+}
+
+const Datatype& NodeHierarchy::bytes_type() {
+  static const Datatype byte(Dtype::byte);
+  return byte;
 }
 
 void* NodeHierarchy::scratch(int which, std::size_t bytes) {

@@ -1,9 +1,10 @@
 // A communicator spanning nodes, run node by node: a shmcoll phase among each node's members,
 // PMPI among one leader per node (the node's lowest rank), and a shmcoll phase again, so MPI
-// stays the engine between nodes. Every collective but alltoall(v/w) takes this path
-// (hierarchy.cpp, hierarchy_movement.cpp); those are plain PMPI calls on such a communicator.
+// stays the engine between nodes. Every intercepted collective takes this path (hierarchy.cpp,
+// hierarchy_movement.cpp, hierarchy_alltoall.cpp).
 #pragma once
 
+#include <algorithm>
 #include <climits>
 #include <cstddef>
 #include <optional>
@@ -76,6 +77,19 @@ class NodeHierarchy {
   void scatterv(const void* sendbuf, std::span<const std::int64_t> sendcounts,
                 std::span<const std::int64_t> displs, const Datatype& sendtype, void* recvbuf,
                 std::int64_t recvcount, const Datatype& recvtype, int root);
+  // Alltoall(v/w) (hierarchy_alltoall.cpp): every rank's blocks go to its leader, the leaders
+  // exchange one run per pair of nodes (its sizes table first), and each leader hands its members
+  // the blocks addressed to them. Displacements as Team's: alltoallw's in bytes.
+  void alltoall(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
+                void* recvbuf, std::int64_t recvcount, const Datatype& recvtype);
+  void alltoallv(const void* sendbuf, std::span<const std::int64_t> sendcounts,
+                 std::span<const std::int64_t> sdispls, const Datatype& sendtype, void* recvbuf,
+                 std::span<const std::int64_t> recvcounts, std::span<const std::int64_t> rdispls,
+                 const Datatype& recvtype);
+  void alltoallw(const void* sendbuf, std::span<const std::int64_t> sendcounts,
+                 std::span<const std::int64_t> sdispls, std::span<const Datatype> sendtypes,
+                 void* recvbuf, std::span<const std::int64_t> recvcounts,
+                 std::span<const std::int64_t> rdispls, std::span<const Datatype> recvtypes);
 
  private:
   bool leader() const { return leaders_ != MPI_COMM_NULL; }
@@ -91,11 +105,22 @@ class NodeHierarchy {
   template <typename CountOf>
   void reduce_scatter_packed(const void* sendbuf, void* recvbuf, MPI_Datatype type, MPI_Op op,
                              const Reduction& reduction, CountOf count_of);
+  // Alltoall(v/w)'s body: my block for rank d has send_bytes(d) bytes, which pack(d, into)
+  // writes; rank s's block for me has recv_bytes(s), which unpack(s, from) reads. Every pack
+  // comes before any unpack (in place, the blocks leave the receive buffer first).
+  template <typename SendBytes, typename Pack, typename RecvBytes, typename Unpack>
+  void alltoall_packed(SendBytes send_bytes, Pack pack, RecvBytes recv_bytes, Unpack unpack);
+  // The leaders' part of it: from the gathered blocks and sizes, one run per destination node,
+  // exchanged, then each member's blocks in source order into scratch 3; sets member_bytes_ and
+  // member_at_ to them.
+  void exchange_runs(const std::int64_t* table, const std::byte* gathered);
   // Allgather(v)'s body: rank r's block holds count_of(r) elements at displacement_of(r).
   template <typename CountOf, typename DisplacementOf>
   void allgather_packed(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
                         void* recvbuf, const Datatype& recvtype, CountOf count_of,
                         DisplacementOf displacement_of);
+  // The packed blocks' type, between leaders and inside a node.
+  static const Datatype& bytes_type();
   // The packed buffer of a rooted call (gather, scatter), `total` bytes where it holds them all.
   std::byte* packed_for_root(std::int64_t total, bool at_root);
   // Gathers this node's blocks (each rank's send data) to the leader's packed buffer, as laid out
@@ -127,13 +152,39 @@ class NodeHierarchy {
   std::vector<int> node_rank_of_rank_;  // each rank's rank inside its node
   bool rank_ordered_ = false;
   std::vector<std::vector<int>> members_;  // each node's ranks, in their order inside it
+  std::vector<int> column_at_;  // where each node's ranks start in node order (nodes + 1 entries)
+  std::vector<std::int64_t> run_at_, run_bytes_, incoming_at_, incoming_bytes_;  // per node
+  std::vector<MPI_Request> requests_;
+  std::vector<std::int64_t> received_at_;  // alltoall: where each source's block arrives (per rank)
+  std::vector<std::int64_t> cursor_;       // alltoall: the leader's fill point per member
   // One call's packed layout (lay_out): where each rank's block and each node's blocks start
   // (int, as PMPI takes them), and my node's members' blocks relative to its start.
   std::vector<std::int64_t> packed_at_;
   std::vector<int> node_at_, node_bytes_;
   std::vector<std::int64_t> member_at_, member_bytes_;
-  std::vector<std::byte> scratch_[3];
+  std::vector<std::byte> scratch_[6];
 };
+
+template <typename BytesOfRank>
+inline std::int64_t NodeHierarchy::lay_out(BytesOfRank bytes) {
+  std::int64_t total = 0;
+  for (std::size_t n = 0; n < members_.size(); ++n) {
+    const std::int64_t node_start = total;
+    for (int member : members_[n]) {
+      packed_at_[member] = total;
+      total += bytes(member);
+    }
+    // Past INT_MAX the caller goes to PMPI before these are used.
+    node_at_[n] = static_cast<int>(std::min<std::int64_t>(node_start, INT_MAX));
+    node_bytes_[n] = static_cast<int>(std::min<std::int64_t>(total - node_start, INT_MAX));
+  }
+  const auto& mine = members_[node()];
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    member_at_[i] = packed_at_[mine[i]] - node_at_[node()];
+    member_bytes_[i] = bytes(mine[i]);
+  }
+  return total;
+}
 
 // Whether a call on `route` may take the shmcoll path as far as its size goes: node by node, the
 // leaders' PMPI calls take int counts, and past them the call goes to PMPI (every rank computes

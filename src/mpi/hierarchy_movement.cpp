@@ -9,36 +9,6 @@
 
 namespace shmcoll::mpi {
 
-namespace {
-
-const Datatype& bytes_type() {
-  static const Datatype byte(Dtype::byte);
-  return byte;
-}
-
-}  // namespace
-
-template <typename BytesOfRank>
-std::int64_t NodeHierarchy::lay_out(BytesOfRank bytes) {
-  std::int64_t total = 0;
-  for (std::size_t n = 0; n < members_.size(); ++n) {
-    const std::int64_t node_start = total;
-    for (int member : members_[n]) {
-      packed_at_[member] = total;
-      total += bytes(member);
-    }
-    // Past INT_MAX the caller goes to PMPI before these are used.
-    node_at_[n] = static_cast<int>(std::min<std::int64_t>(node_start, INT_MAX));
-    node_bytes_[n] = static_cast<int>(std::min<std::int64_t>(total - node_start, INT_MAX));
-  }
-  const auto& mine = members_[node()];
-  for (std::size_t i = 0; i < mine.size(); ++i) {
-    member_at_[i] = packed_at_[mine[i]] - node_at_[node()];
-    member_bytes_[i] = bytes(mine[i]);
-  }
-  return total;
-}
-
 std::byte* NodeHierarchy::packed_for_root(std::int64_t total, bool at_root) {
   // Only the leaders and the root hold every block; the others move theirs through the node team.
   const bool holds_all = leader() || at_root;

@@ -31,9 +31,6 @@ struct Route {
   int rank() const;
 };
 Route route_of(MPI_Comm comm);
-// route_of(comm).team, for the collectives that run on one node's team only (on a communicator
-// spanning nodes they go to PMPI, and the verbose table says so).
-Team* one_node_team(MPI_Comm comm);
 // Ends the timing route_of started for a communicator still warming up (its PMPI call returned):
 // what tells a busy communicator from one used now and then.
 void pmpi_call_ended();
@@ -159,7 +156,6 @@ enum class PmpiReason : unsigned char {
   team_cap,             // SHMCOLL_MPI_MAX_TEAMS communicators held a team at its last check
   no_team,              // a member could not join (too little /dev/shm, ...), said on stderr
   team_ended,           // a mismatched call or a dead peer ended the communicator's team
-  spans_nodes,          // the collective runs on one node's team only
   too_large_for_nodes,  // node by node, blocks past MPI's int counts
   order_across_nodes,   // a non-commutative op over nodes that do not hold rank ranges in order
   datatype_unknown,     // a datatype that could be neither decoded nor probed

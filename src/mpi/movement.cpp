@@ -1,5 +1,5 @@
 // The intercepted data-movement collectives, on communicators whose members share the node, and
-// node by node on one spanning nodes but for alltoall(v/w) (plain PMPI calls there). Arguments
+// node by node on one spanning nodes. Arguments
 // the standard makes insignificant on a rank (the send side of scatter off the root, the send
 // side of an in-place call) are never mapped, so whatever handle the program passes there cannot
 // change the path. Statistics count the bytes this rank receives.
@@ -24,23 +24,34 @@ std::size_t total_bytes(std::span<const std::int64_t> counts, const Datatype& ty
 }
 
 // Allgather and alltoall: one block of recvcount elements from every rank, in place from the
-// receive buffer. Returns the call's result, or nullopt when it goes to PMPI.
+// receive buffer, on one node's team or node by node. Returns the call's result, or nullopt when
+// it goes to PMPI.
 using BlockPerRank = void (Team::*)(const void*, std::int64_t, const Datatype&, void*, std::int64_t,
                                     const Datatype&);
-std::optional<int> block_per_rank(BlockPerRank collective, const char* name, CallTimer& timer,
-                                  const void* sendbuf, int sendcount, MPI_Datatype sendtype,
-                                  void* recvbuf, int recvcount, MPI_Datatype recvtype,
-                                  MPI_Comm comm) {
-  Team* team = one_node_team(comm);
-  if (!team) return std::nullopt;
+using NodeBlockPerRank = void (NodeHierarchy::*)(const void*, std::int64_t, const Datatype&, void*,
+                                                 std::int64_t, const Datatype&);
+std::optional<int> block_per_rank(BlockPerRank on_team, NodeBlockPerRank on_nodes, const char* name,
+                                  CallTimer& timer, const void* sendbuf, int sendcount,
+                                  MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                                  MPI_Datatype recvtype, MPI_Comm comm) {
+  const Route route = route_of(comm);
+  if (route.size() == 0) return std::nullopt;
   const Datatype* send_type = type_if(sendbuf != MPI_IN_PLACE, sendtype);
   const Datatype* recv_type = datatype_of(recvtype);
   if (!send_type || !recv_type) return std::nullopt;
-  Arguments arguments(name, team->size());
+  Arguments arguments(name, route.size());
   if (sendbuf != MPI_IN_PLACE) arguments.count("sendcount", sendcount);
   if (!arguments.count("recvcount", recvcount).valid()) return arguments.raise(comm, timer);
-  return through_shmcoll(comm, timer, bytes_of(recvcount, *recv_type) * team->size(), [&] {
-    (team->*collective)(send_of(sendbuf), sendcount, *send_type, recvbuf, recvcount, *recv_type);
+  const std::size_t bytes = bytes_of(recvcount, *recv_type) * route.size();
+  if (!fits_node_by_node(route, static_cast<std::int64_t>(bytes))) return std::nullopt;
+  return through_shmcoll(comm, timer, bytes, [&] {
+    if (route.team) {
+      (route.team->*on_team)(send_of(sendbuf), sendcount, *send_type, recvbuf, recvcount,
+                             *recv_type);
+    } else {
+      (route.nodes->*on_nodes)(send_of(sendbuf), sendcount, *send_type, recvbuf, recvcount,
+                               *recv_type);
+    }
   });
 }
 
@@ -179,25 +190,9 @@ int MPI_Gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void*
 int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   CallTimer timer(Collective::allgather);
-  const Route route = route_of(comm);
-  if (route.nodes) {
-    const Datatype* send_type = type_if(sendbuf != MPI_IN_PLACE, sendtype);
-    const Datatype* recv_type = datatype_of(recvtype);
-    if (send_type && recv_type) {
-      Arguments arguments("MPI_Allgather", route.size());
-      if (sendbuf != MPI_IN_PLACE) arguments.count("sendcount", sendcount);
-      if (!arguments.count("recvcount", recvcount).valid()) return arguments.raise(comm, timer);
-      const std::size_t bytes = bytes_of(recvcount, *recv_type) * route.size();
-      if (fits_node_by_node(route, static_cast<std::int64_t>(bytes))) {
-        return through_shmcoll(comm, timer, bytes, [&] {
-          route.nodes->allgather(send_of(sendbuf), sendcount, *send_type, recvbuf, recvcount,
-                                 *recv_type);
-        });
-      }
-    }
-  } else if (const auto done =
-                 block_per_rank(&Team::allgather, "MPI_Allgather", timer, sendbuf, sendcount,
-                                sendtype, recvbuf, recvcount, recvtype, comm)) {
+  if (const auto done =
+          block_per_rank(&Team::allgather, &NodeHierarchy::allgather, "MPI_Allgather", timer,
+                         sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)) {
     return *done;
   }
   return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
@@ -238,8 +233,9 @@ int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, vo
 int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   CallTimer timer(Collective::alltoall);
-  if (const auto done = block_per_rank(&Team::alltoall, "MPI_Alltoall", timer, sendbuf, sendcount,
-                                       sendtype, recvbuf, recvcount, recvtype, comm)) {
+  if (const auto done =
+          block_per_rank(&Team::alltoall, &NodeHierarchy::alltoall, "MPI_Alltoall", timer, sendbuf,
+                         sendcount, sendtype, recvbuf, recvcount, recvtype, comm)) {
     return *done;
   }
   return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
@@ -249,22 +245,28 @@ int MPI_Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls
                   MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],
                   MPI_Datatype recvtype, MPI_Comm comm) {
   CallTimer timer(Collective::alltoallv);
-  if (Team* team = one_node_team(comm)) {
+  const Route route = route_of(comm);
+  if (route.size() > 0) {
     const bool sends = sendbuf != MPI_IN_PLACE;
     const Datatype* send_type = type_if(sends, sendtype);
     const Datatype* recv_type = datatype_of(recvtype);
     if (send_type && recv_type) {
-      Arguments arguments("MPI_Alltoallv", team->size());
+      Arguments arguments("MPI_Alltoallv", route.size());
       arguments.counts("sendcounts", sends ? sendcounts : nullptr).counts("recvcounts", recvcounts);
       if (!arguments.valid()) return arguments.raise(comm, timer);
-      const int size = team->size();
+      const int size = route.size();
       const auto send_counts = widen(sends ? sendcounts : nullptr, size, 0);
       const auto send_offsets = widen(sends ? sdispls : nullptr, size, 1);
       const auto recv_counts = widen(recvcounts, size, 2);
       const auto recv_offsets = widen(rdispls, size, 3);
       return through_shmcoll(comm, timer, total_bytes(recv_counts, *recv_type), [&] {
-        team->alltoallv(send_of(sendbuf), send_counts, send_offsets, *send_type, recvbuf,
-                        recv_counts, recv_offsets, *recv_type);
+        if (route.team) {
+          route.team->alltoallv(send_of(sendbuf), send_counts, send_offsets, *send_type, recvbuf,
+                                recv_counts, recv_offsets, *recv_type);
+        } else {
+          route.nodes->alltoallv(send_of(sendbuf), send_counts, send_offsets, *send_type, recvbuf,
+                                 recv_counts, recv_offsets, *recv_type);
+        }
       });
     }
   }
@@ -276,8 +278,9 @@ int MPI_Alltoallw(const void* sendbuf, const int sendcounts[], const int sdispls
                   const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
                   const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) {
   CallTimer timer(Collective::alltoallw);
-  if (Team* team = one_node_team(comm)) {
-    const int size = team->size();
+  const Route route = route_of(comm);
+  if (route.size() > 0) {
+    const int size = route.size();
     const bool sends = sendbuf != MPI_IN_PLACE;
     Arguments arguments("MPI_Alltoallw", size);
     arguments.counts("sendcounts", sends ? sendcounts : nullptr).counts("recvcounts", recvcounts);
@@ -295,8 +298,13 @@ int MPI_Alltoallw(const void* sendbuf, const int sendcounts[], const int sdispls
         bytes += bytes_of(recvcounts[i], (*recv_types)[i]);
       }
       return through_shmcoll(comm, timer, bytes, [&] {
-        team->alltoallw(send_of(sendbuf), send_counts, send_offsets, *send_types, recvbuf,
-                        recv_counts, recv_offsets, *recv_types);
+        if (route.team) {
+          route.team->alltoallw(send_of(sendbuf), send_counts, send_offsets, *send_types, recvbuf,
+                                recv_counts, recv_offsets, *recv_types);
+        } else {
+          route.nodes->alltoallw(send_of(sendbuf), send_counts, send_offsets, *send_types, recvbuf,
+                                 recv_counts, recv_offsets, *recv_types);
+        }
       });
     }
   }

@@ -41,8 +41,6 @@ const char* reason_text(PmpiReason reason) {
       return "a member could not join a team (said on stderr)";
     case PmpiReason::team_ended:
       return "the communicator's team ended (a mismatch or dead peer)";
-    case PmpiReason::spans_nodes:
-      return "the communicator spans nodes (node by node: all but alltoall(v/w))";
     case PmpiReason::too_large_for_nodes:
       return "node by node, the blocks together pass 2 GiB (MPI's int counts)";
     case PmpiReason::order_across_nodes:
