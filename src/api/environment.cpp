@@ -28,6 +28,7 @@ const MpiLayerSettings& mpi_layer_settings() {
     read.pool_teams = env_count(kMpiPoolTeamsEnv, read.pool_teams);
     read.team_after_calls = env_count(kMpiTeamAfterCallsEnv, read.team_after_calls);
     read.new_team_after_us = env_count(kMpiNewTeamAfterEnv, read.new_team_after_us);
+    read.node_by_node = env_count(kMpiNodeByNodeEnv, read.node_by_node ? 1 : 0) != 0;
     return read;
   }();
   return settings;
@@ -64,6 +65,10 @@ std::vector<EnvironmentVariable> environment_variables() {
        "MPI layer"},
       {kMpiPoolTeamsEnv, std::to_string(defaults.pool_teams),
        "teams of freed communicators kept for the next communicator over the same ranks",
+       "MPI layer"},
+      {kMpiNodeByNodeEnv, defaults.node_by_node ? "1" : "0",
+       "0 leaves communicators spanning nodes to the MPI (PMPI) instead of running them node by "
+       "node (the members agree: one rank's 0 is enough)",
        "MPI layer"},
       {kMpiFakeNodesEnv, std::to_string(defaults.fake_nodes),
        "split MPI_COMM_WORLD into k pretend nodes (tests the multi-node path)", "MPI layer"},

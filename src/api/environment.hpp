@@ -16,6 +16,7 @@ inline constexpr const char* kMpiFakeNodesEnv = "SHMCOLL_MPI_FAKE_NODES";
 inline constexpr const char* kMpiPoolTeamsEnv = "SHMCOLL_MPI_POOL_TEAMS";
 inline constexpr const char* kMpiTeamAfterCallsEnv = "SHMCOLL_MPI_TEAM_AFTER_CALLS";
 inline constexpr const char* kMpiNewTeamAfterEnv = "SHMCOLL_MPI_NEW_TEAM_AFTER_US";
+inline constexpr const char* kMpiNodeByNodeEnv = "SHMCOLL_MPI_NODE_BY_NODE";
 // A communicator's team's heap per rank: MPI programs bring their own buffers.
 inline constexpr std::size_t kMpiTeamHeapBytes = 4096;
 
@@ -27,6 +28,7 @@ struct MpiLayerSettings {
   int pool_teams = 4;            // SHMCOLL_MPI_POOL_TEAMS
   int team_after_calls = 1;      // SHMCOLL_MPI_TEAM_AFTER_CALLS
   int new_team_after_us = 2000;  // SHMCOLL_MPI_NEW_TEAM_AFTER_US
+  bool node_by_node = true;      // SHMCOLL_MPI_NODE_BY_NODE (0: communicators spanning nodes PMPI)
 };
 // As this process's environment sets them (read once; negative values count as 0).
 const MpiLayerSettings& mpi_layer_settings();

@@ -186,17 +186,19 @@ void settle(CachedTeam& cached, Proposal& proposal) {
 // The members' agreement at one of `cached`'s checks: it takes a team kept in the pool when every
 // member kept the same one, makes a new team (all of `comm` on this node) or hierarchy (spanning
 // nodes) when the communicator has proved busy, or leaves it to PMPI, for now (warming up, the
-// team cap reached) or for good (a member could not join). One PMPI_Allreduce decides it all:
-// every member is willing (the cap counts this process's teams, which differ by rank), which team
-// each kept, and the longest any member's PMPI calls took on these ranks' communicators while they
-// warmed up (TeamPool::warm_up_time).
+// team cap reached) or for good (a member could not join, node by node is off). One
+// PMPI_Allreduce decides it all: every member is willing (the cap counts this process's teams,
+// which differ by rank), which team each kept, the longest any member's PMPI calls took on these
+// ranks' communicators while they warmed up (TeamPool::warm_up_time), and whether any member
+// turned node by node off.
 void agree(MPI_Comm comm, CachedTeam& cached, Proposal& proposal) {
   const auto start = std::chrono::steady_clock::now();
   const auto kept = static_cast<std::int64_t>(proposal.kept_id);
-  const std::int64_t proposed[4] = {proposal.place ? 0 : 1, kept, -kept,
-                                    proposal.warm_up_time.count()};
-  std::int64_t agreed[4] = {};
-  PMPI_Allreduce(proposed, agreed, 4, MPI_INT64_T, MPI_MAX, comm);
+  const bool node_by_node = detail::mpi_layer_settings().node_by_node;
+  const std::int64_t proposed[5] = {proposal.place ? 0 : 1, kept, -kept,
+                                    proposal.warm_up_time.count(), node_by_node ? 0 : 1};
+  std::int64_t agreed[5] = {};
+  PMPI_Allreduce(proposed, agreed, 5, MPI_INT64_T, MPI_MAX, comm);
   if (agreed[0] != 0) {  // asked again at the next check: a busy communicator gets a freed place
     cached.why_pmpi = PmpiReason::team_cap;
     return;
@@ -233,6 +235,8 @@ void agree(MPI_Comm comm, CachedTeam& cached, Proposal& proposal) {
   try {
     if (node_size == size) {
       cached.team.emplace(join_node_team(comm, &cached.team_id));
+    } else if (agreed[4] != 0) {
+      cached.why_pmpi = PmpiReason::node_by_node_off;
     } else {
       cached.spanning = std::make_unique<NodeHierarchy>(comm, node);
       node = MPI_COMM_NULL;  // the hierarchy owns it now
@@ -247,7 +251,7 @@ void agree(MPI_Comm comm, CachedTeam& cached, Proposal& proposal) {
   if (!all_joined) {
     cached.team.reset();
     cached.spanning.reset();
-    cached.why_pmpi = PmpiReason::no_team;
+    if (cached.why_pmpi != PmpiReason::node_by_node_off) cached.why_pmpi = PmpiReason::no_team;
     return;
   }
   const SharedTables lock;

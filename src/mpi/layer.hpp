@@ -157,6 +157,7 @@ enum class PmpiReason : unsigned char {
   no_team,              // a member could not join (too little /dev/shm, ...), said on stderr
   team_ended,           // a mismatched call or a dead peer ended the communicator's team
   too_large_for_nodes,  // node by node, blocks past MPI's int counts
+  node_by_node_off,     // SHMCOLL_MPI_NODE_BY_NODE=0 on a member, and the communicator spans nodes
   order_across_nodes,   // a non-commutative op over nodes that do not hold rank ranges in order
   datatype_unknown,     // a datatype that could be neither decoded nor probed
   op_refused,           // the MPI itself refuses the op on the datatype (it reports the error)

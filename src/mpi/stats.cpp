@@ -41,6 +41,8 @@ const char* reason_text(PmpiReason reason) {
       return "a member could not join a team (said on stderr)";
     case PmpiReason::team_ended:
       return "the communicator's team ended (a mismatch or dead peer)";
+    case PmpiReason::node_by_node_off:
+      return "the communicator spans nodes and node by node is off (SHMCOLL_MPI_NODE_BY_NODE=0)";
     case PmpiReason::too_large_for_nodes:
       return "node by node, the blocks together pass 2 GiB (MPI's int counts)";
     case PmpiReason::order_across_nodes:

@@ -60,11 +60,13 @@ static void absdiff_sum(void* in, void* inout, int* len, MPI_Datatype* type) {
 }
 
 // MPICH 4.0.2 crashes on in-place MPI_Reduce at a non-zero root with large counts; where MPICH
-// would run it (no layer) the program takes the same-result out-of-place form. The layer runs
-// it itself, on pretend nodes too (their leaders reduce out of place).
+// would run it (no layer, or node by node turned off on pretend nodes) the program takes the
+// same-result out-of-place form. The layer runs it itself, on pretend nodes too (their leaders
+// reduce out of place).
 static int in_place_reduce_works(int root, int count) {
 #ifdef MPICH_VERSION
-  return shmcoll_mpi_layer_version || root == 0 || count < 10;
+  const int layer_runs_it = shmcoll_mpi_layer_version && !set_to_zero("SHMCOLL_MPI_NODE_BY_NODE");
+  return layer_runs_it || root == 0 || count < 10;
 #else
   (void)root, (void)count;
   return 1;
