@@ -374,8 +374,11 @@ Route route_of(MPI_Comm comm) {
   // A team that ended (every member learns it at its next call at the latest) is retired; the
   // slot it held goes back to the cap.
   if (cached->holds_team() && (cached->team ? cached->team->ended() : cached->spanning->ended())) {
-    const SharedTables lock;
-    count_held(*cached, -1);
+    {
+      const SharedTables lock;
+      count_held(*cached, -1);
+    }
+    // Outside the lock: a hierarchy frees its communicators with PMPI.
     cached->team.reset();
     cached->spanning.reset();
     cached->why_pmpi = PmpiReason::team_ended;

@@ -344,6 +344,9 @@ void Rounds::wait_slow(Awaited awaited, std::int64_t round, Reached reached,
     if (header.abort_word.load(std::memory_order_acquire) != 0) fail_aborted(awaited());
     if (peer != rank_ && peer_has_exited(peer)) {
       if (reached()) return;  // it published before leaving
+      // ... or ended the team before leaving (a mismatch it found, say), after the abort check
+      // above: its reason is the one to report.
+      if (header.abort_word.load(std::memory_order_acquire) != 0) fail_aborted(peer);
       segment_.abort(peer);
       fail(Errc::peer_failed, "rank ", rank_, ": rank ", peer, " (pid ",
            segment_.profile(peer).pid.load(), ") exited while this rank waited for its round ",
