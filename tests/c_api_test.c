@@ -72,6 +72,28 @@ static int check_other_collectives(shmcoll_team* team) {
   return shmcoll_barrier(team) == SHMCOLL_OK ? 0 : 11;
 }
 
+/* Two nonblocking calls outstanding, completed by test and by wait. */
+static int check_nonblocking(shmcoll_team* team) {
+  const int rank = shmcoll_rank(team), size = shmcoll_size(team);
+  double value = rank + 1.0, sum = 0.0;
+  int32_t data[2] = {rank, rank};
+  shmcoll_request *summed = NULL, *broadcast = NULL;
+  if (shmcoll_iallreduce(team, &value, &sum, 1, SHMCOLL_DOUBLE, SHMCOLL_SUM, &summed) != SHMCOLL_OK)
+    return 50;
+  if (shmcoll_ibcast(team, data, 2, SHMCOLL_INT32, size - 1, &broadcast) != SHMCOLL_OK) return 51;
+  int done = 0;
+  while (!done) {
+    if (shmcoll_test(&summed, &done) != SHMCOLL_OK) return 52;
+  }
+  if (summed != NULL || sum != size * (size + 1) / 2.0) return 53;
+  if (shmcoll_wait(&broadcast) != SHMCOLL_OK || broadcast != NULL) return 54;
+  if (data[0] != size - 1 || data[1] != size - 1) return 55;
+  if (shmcoll_ibcast(team, data, 1, SHMCOLL_INT32, size, &broadcast) !=
+      SHMCOLL_ERR_INVALID_ARGUMENT)
+    return 56;
+  return 0;
+}
+
 /* Pairs (0, 1) and (2, 3) ranked in reverse, and a rank without a color. */
 static int check_split(shmcoll_team* team) {
   const int rank = shmcoll_rank(team);
@@ -133,7 +155,8 @@ static int check_team(shmcoll_team* team, void* arg) {
     return 17;
   if (strstr(shmcoll_last_error(), "bxor is not defined on dtype f64") == NULL) return 18;
   const int other = check_other_collectives(team);
-  return other ? other : check_split(team);
+  const int split = other ? other : check_split(team);
+  return split ? split : check_nonblocking(team);
 }
 
 int main(void) {

@@ -116,6 +116,22 @@ SHMCOLL_API int shmcoll_reduce(shmcoll_team* team, const void* sendbuf, void* re
                                int64_t count, shmcoll_dtype dtype, shmcoll_op op, int root);
 SHMCOLL_API int shmcoll_allreduce(shmcoll_team* team, const void* sendbuf, void* recvbuf,
                                   int64_t count, shmcoll_dtype dtype, shmcoll_op op);
+/* Nonblocking forms (Team::ibarrier and the others): *request completes with shmcoll_wait (which
+ * frees it and sets it to NULL, returning the call's error) or shmcoll_test (*done = 1 when
+ * complete, and then as shmcoll_wait). Every rank issues the team's calls in one order; a
+ * blocking call waits for the nonblocking ones issued before it. */
+typedef struct shmcoll_request shmcoll_request;
+SHMCOLL_API int shmcoll_ibarrier(shmcoll_team* team, shmcoll_request** request);
+SHMCOLL_API int shmcoll_ibcast(shmcoll_team* team, void* buffer, int64_t count, shmcoll_dtype dtype,
+                               int root, shmcoll_request** request);
+SHMCOLL_API int shmcoll_ireduce(shmcoll_team* team, const void* sendbuf, void* recvbuf,
+                                int64_t count, shmcoll_dtype dtype, shmcoll_op op, int root,
+                                shmcoll_request** request);
+SHMCOLL_API int shmcoll_iallreduce(shmcoll_team* team, const void* sendbuf, void* recvbuf,
+                                   int64_t count, shmcoll_dtype dtype, shmcoll_op op,
+                                   shmcoll_request** request);
+SHMCOLL_API int shmcoll_wait(shmcoll_request** request);
+SHMCOLL_API int shmcoll_test(shmcoll_request** request, int* done);
 SHMCOLL_API int shmcoll_reduce_scatter(shmcoll_team* team, const void* sendbuf, void* recvbuf,
                                        const int64_t* recvcounts, shmcoll_dtype dtype,
                                        shmcoll_op op);

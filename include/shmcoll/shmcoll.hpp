@@ -94,7 +94,27 @@ struct Options {
 namespace detail {
 struct TeamState;
 struct TeamAccess;
+struct PendingCall;
 }  // namespace detail
+
+// A nonblocking call (Team::iallreduce and the others). wait() returns once the call has completed
+// on this rank, so its buffers are the program's again, and throws the error it failed with;
+// test() says whether it has completed. A Request destroyed before it completed waits for it
+// first (the call uses the buffers until then).
+class SHMCOLL_API Request {
+ public:
+  Request() = default;
+  Request(Request&&) noexcept;
+  Request& operator=(Request&&) noexcept;
+  ~Request();
+  void wait();
+  bool test() const;
+
+ private:
+  friend class Team;
+  explicit Request(std::shared_ptr<detail::PendingCall> call);
+  std::shared_ptr<detail::PendingCall> call_;
+};
 
 // How this rank's waits for its peers have gone since the team began: a wait spins first
 // (SHMCOLL_SPIN_NS), then yields its CPU (SHMCOLL_YIELD_NS), then sleeps on a futex; a sleep
@@ -193,6 +213,18 @@ class SHMCOLL_API Team {
                  void* recvbuf, std::span<const std::int64_t> recvcounts,
                  std::span<const std::int64_t> rdispls, std::span<const Datatype> recvtypes);
 
+  // Nonblocking forms, as MPI_Ibarrier, MPI_Ibcast, MPI_Ireduce and MPI_Iallreduce: arguments
+  // are checked here, then the call runs on the team's worker thread while the program goes on.
+  // Every rank issues the team's calls, blocking and nonblocking, in the same order; a blocking
+  // call first waits for the nonblocking ones issued before it. Buffers stay the call's until its
+  // Request completes.
+  Request ibarrier();
+  Request ibcast(void* buffer, std::int64_t count, Dtype dtype, int root);
+  Request ireduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype dtype, const Op& op,
+                  int root);
+  Request iallreduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype dtype,
+                     const Op& op);
+
   // Memory inside the segment, in this rank's heap (Options::heap_bytes). A data-movement
   // collective whose send blocks (of a contiguous type) lie here and are at least
   // SHMCOLL_DIRECT_MIN bytes lets the receivers copy them straight out, one copy instead of two.
@@ -229,6 +261,8 @@ class SHMCOLL_API Team {
  private:
   explicit Team(std::unique_ptr<detail::TeamState> state);
   static void check_spans(std::size_t send_size, std::size_t recv_size);
+  // Hands a checked call to the team's worker (made at the first).
+  Request issue(std::function<void()> call);
   friend struct detail::TeamAccess;
   std::unique_ptr<detail::TeamState> state_;
 };

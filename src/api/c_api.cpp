@@ -2,14 +2,20 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "shmcoll/shmcoll.h"
 #include "shmcoll/shmcoll.hpp"
+
+struct shmcoll_request {
+  shmcoll::Request request;
+};
 
 struct shmcoll_team {
   shmcoll::Team team;
@@ -87,6 +93,16 @@ std::span<const shmcoll::Datatype> datatypes_of(const shmcoll::Team& team,
   if (dtypes == nullptr) return {};
   for (int rank = 0; rank < team.size(); ++rank) out.emplace_back(dtype_of(dtypes[rank]));
   return out;
+}
+
+// Runs `issue` (a Team::i* call) and hands its Request to the caller as a C handle.
+template <typename Issue>
+int issued(shmcoll_request** request, Issue&& issue) {
+  return guarded([&] {
+    if (!request) throw shmcoll::Error(shmcoll::Errc::invalid_argument, "request is null");
+    *request = nullptr;
+    *request = new shmcoll_request{issue()};
+  });
 }
 
 }  // namespace
@@ -195,6 +211,51 @@ int shmcoll_allreduce(shmcoll_team* team, const void* sendbuf, void* recvbuf, in
                       shmcoll_dtype dtype, shmcoll_op op) {
   return guarded(
       [&] { team_of(team).allreduce(sendbuf, recvbuf, count, dtype_of(dtype), op_of(op)); });
+}
+
+int shmcoll_ibarrier(shmcoll_team* team, shmcoll_request** request) {
+  return issued(request, [&] { return team_of(team).ibarrier(); });
+}
+
+int shmcoll_ibcast(shmcoll_team* team, void* buffer, int64_t count, shmcoll_dtype dtype, int root,
+                   shmcoll_request** request) {
+  return issued(request,
+                [&] { return team_of(team).ibcast(buffer, count, dtype_of(dtype), root); });
+}
+
+int shmcoll_ireduce(shmcoll_team* team, const void* sendbuf, void* recvbuf, int64_t count,
+                    shmcoll_dtype dtype, shmcoll_op op, int root, shmcoll_request** request) {
+  return issued(request, [&] {
+    return team_of(team).ireduce(sendbuf, recvbuf, count, dtype_of(dtype), op_of(op), root);
+  });
+}
+
+int shmcoll_iallreduce(shmcoll_team* team, const void* sendbuf, void* recvbuf, int64_t count,
+                       shmcoll_dtype dtype, shmcoll_op op, shmcoll_request** request) {
+  return issued(request, [&] {
+    return team_of(team).iallreduce(sendbuf, recvbuf, count, dtype_of(dtype), op_of(op));
+  });
+}
+
+int shmcoll_wait(shmcoll_request** request) {
+  return guarded([&] {
+    if (!request || !*request) {
+      throw shmcoll::Error(shmcoll::Errc::invalid_argument, "shmcoll_wait: request is null");
+    }
+    const std::unique_ptr<shmcoll_request> owned(std::exchange(*request, nullptr));
+    owned->request.wait();
+  });
+}
+
+int shmcoll_test(shmcoll_request** request, int* done) {
+  if (!request || !*request || !done) {
+    return guarded([] {
+      throw shmcoll::Error(shmcoll::Errc::invalid_argument,
+                           "shmcoll_test: request, *request or done is null");
+    });
+  }
+  *done = (*request)->request.test() ? 1 : 0;
+  return *done ? shmcoll_wait(request) : SHMCOLL_OK;
 }
 
 int shmcoll_reduce_scatter(shmcoll_team* team, const void* sendbuf, void* recvbuf,

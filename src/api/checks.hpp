@@ -34,8 +34,11 @@ struct Call {
 // leaves the peers waiting for rounds that will never come, or for a release of memory they
 // read: it ends the team, so every peer fails at once instead of hanging. (Errors raised before,
 // bad arguments, leave the team usable.)
+// A call issued on the program's thread first waits for the nonblocking calls issued before it,
+// which the team's worker runs in order (on the worker's thread it does not wait).
 template <typename Algorithm>
 void run_call(TeamState& state, const coll::CallSignature& signature, Algorithm&& algorithm) {
+  if (state.worker) state.worker->drain();
   state.rounds.begin_call(state.tunables.team.check_calls ? signature.encode() : shm::Signature{});
   try {
     algorithm();

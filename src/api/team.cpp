@@ -51,26 +51,34 @@ void Team::deallocate_bytes(void* memory) {
   state_->heap.deallocate(memory);
 }
 
-void Team::barrier() {
-  const Call call{"barrier", state_};
-  run_call(*state_, {Collective::barrier}, [&] { coll::barrier(state_->context); });
+namespace {
+
+// The checked call as a closure over values: the blocking form runs it at once, the nonblocking
+// form hands it to the team's worker (src/api/progress.hpp).
+auto barrier_call(const char* name, const std::unique_ptr<TeamState>& state) {
+  const Call call{name, state};
+  TeamState* team = state.get();
+  return
+      [team] { run_call(*team, {Collective::barrier}, [team] { coll::barrier(team->context); }); };
 }
 
-void Team::bcast(void* buffer, std::int64_t count, Dtype dtype, int root) {
-  const Call call{"bcast", state_};
+auto bcast_call(const char* name, const std::unique_ptr<TeamState>& state, void* buffer,
+                std::int64_t count, Dtype dtype, int root) {
+  const Call call{name, state};
   const std::size_t bytes = checked_bytes(call, count, dtype);
   check_root(call, root);
   check_buffer(call, "buffer", buffer, bytes);
-  run_contiguous_bcast(*state_, buffer, bytes, root);
+  TeamState* team = state.get();
+  return [team, buffer, bytes, root] { run_contiguous_bcast(*team, buffer, bytes, root); };
 }
 
-void Team::reduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype dtype, const Op& op,
-                  int root) {
-  const Call call{"reduce", state_};
+auto reduce_call(const char* name, const std::unique_ptr<TeamState>& state, const void* sendbuf,
+                 void* recvbuf, std::int64_t count, Dtype dtype, const Op& op, int root) {
+  const Call call{name, state};
   const std::size_t bytes = checked_bytes(call, count, dtype);
   check_op(call, op, dtype);
   check_root(call, root);
-  const bool at_root = rank() == root;
+  const bool at_root = static_cast<int>(state->rounds.rank()) == root;
   if (sendbuf == in_place) {
     if (!at_root) reject(call, "sendbuf is in_place, which only the root (", root, ") may pass");
     sendbuf = recvbuf;
@@ -82,31 +90,108 @@ void Team::reduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype 
       check_no_overlap(call, sendbuf, recvbuf, bytes);
     }
   }
-  run_call(*state_,
-           {Collective::reduce, root, op.kind(), static_cast<int>(dtype),
-            static_cast<std::uint64_t>(count)},
-           [&] {
-             coll::reduce(state_->context, sendbuf, recvbuf, static_cast<std::size_t>(count), dtype,
-                          op, root);
-           });
+  TeamState* team = state.get();
+  return [team, sendbuf, recvbuf, count, dtype, op, root] {
+    run_call(*team,
+             {Collective::reduce, root, op.kind(), static_cast<int>(dtype),
+              static_cast<std::uint64_t>(count)},
+             [&] {
+               coll::reduce(team->context, sendbuf, recvbuf, static_cast<std::size_t>(count), dtype,
+                            op, root);
+             });
+  };
+}
+
+auto allreduce_call(const char* name, const std::unique_ptr<TeamState>& state, const void* sendbuf,
+                    void* recvbuf, std::int64_t count, Dtype dtype, const Op& op) {
+  const Call call{name, state};
+  const std::size_t bytes = checked_bytes(call, count, dtype);
+  check_op(call, op, dtype);
+  sendbuf = input_buffer(call, sendbuf, recvbuf, bytes);
+  TeamState* team = state.get();
+  return [team, sendbuf, recvbuf, count, dtype, op] {
+    run_call(*team,
+             {Collective::allreduce,
+              {},
+              op.kind(),
+              static_cast<int>(dtype),
+              static_cast<std::uint64_t>(count)},
+             [&] {
+               coll::allreduce(team->context, sendbuf, recvbuf, static_cast<std::size_t>(count),
+                               dtype, op);
+             });
+  };
+}
+
+}  // namespace
+
+void Team::barrier() {
+  barrier_call("barrier", state_)();
+}
+
+void Team::bcast(void* buffer, std::int64_t count, Dtype dtype, int root) {
+  bcast_call("bcast", state_, buffer, count, dtype, root)();
+}
+
+void Team::reduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype dtype, const Op& op,
+                  int root) {
+  reduce_call("reduce", state_, sendbuf, recvbuf, count, dtype, op, root)();
 }
 
 void Team::allreduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype dtype,
                      const Op& op) {
-  const Call call{"allreduce", state_};
-  const std::size_t bytes = checked_bytes(call, count, dtype);
-  check_op(call, op, dtype);
-  sendbuf = input_buffer(call, sendbuf, recvbuf, bytes);
-  run_call(*state_,
-           {Collective::allreduce,
-            {},
-            op.kind(),
-            static_cast<int>(dtype),
-            static_cast<std::uint64_t>(count)},
-           [&] {
-             coll::allreduce(state_->context, sendbuf, recvbuf, static_cast<std::size_t>(count),
-                             dtype, op);
-           });
+  allreduce_call("allreduce", state_, sendbuf, recvbuf, count, dtype, op)();
+}
+
+Request Team::ibarrier() {
+  return issue(barrier_call("ibarrier", state_));
+}
+
+Request Team::ibcast(void* buffer, std::int64_t count, Dtype dtype, int root) {
+  return issue(bcast_call("ibcast", state_, buffer, count, dtype, root));
+}
+
+Request Team::ireduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype dtype,
+                      const Op& op, int root) {
+  return issue(reduce_call("ireduce", state_, sendbuf, recvbuf, count, dtype, op, root));
+}
+
+Request Team::iallreduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype dtype,
+                         const Op& op) {
+  return issue(allreduce_call("iallreduce", state_, sendbuf, recvbuf, count, dtype, op));
+}
+
+Request Team::issue(std::function<void()> call) {
+  if (!state_->worker) state_->worker = std::make_unique<ProgressWorker>();
+  return Request(state_->worker->start(std::move(call)));
+}
+
+Request::Request(std::shared_ptr<detail::PendingCall> call) : call_(std::move(call)) {}
+Request::Request(Request&&) noexcept = default;
+Request& Request::operator=(Request&& other) noexcept {
+  if (this != &other) {
+    const Request replaced(std::move(*this));  // waits, as it goes, for the call this one held
+    call_ = std::move(other.call_);
+  }
+  return *this;
+}
+
+Request::~Request() {
+  if (!call_) return;
+  try {
+    call_->wait();
+  } catch (...) {  // the call ended the team: the program's next call on it says so
+  }
+}
+
+void Request::wait() {
+  if (!call_) fail(Errc::invalid_argument, "Request::wait: this Request holds no call");
+  const std::shared_ptr<detail::PendingCall> call = std::move(call_);
+  call->wait();
+}
+
+bool Request::test() const {
+  return !call_ || call_->done.load(std::memory_order_acquire);
 }
 
 namespace {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "api/buffer_spans.hpp"
+#include "api/progress.hpp"
 #include "api/rank_setup.hpp"
 #include "coll/collectives.hpp"
 #include "coll/tunables.hpp"
@@ -75,6 +76,8 @@ struct TeamState {
   std::vector<DataSpan> block_spans;       // overlap checks' scratch, one per rank reserved once
   shm::Heap heap;                          // Team::allocate's memory
   topo::Location location;                 // where this rank runs (its sub-teams' too)
+  // Runs the nonblocking calls; made at the first. Last, so it finishes them before the rest goes.
+  std::unique_ptr<ProgressWorker> worker;
 };
 
 struct TeamAccess {

@@ -1,0 +1,74 @@
+// Nonblocking calls (Team::iallreduce and the others): a worker thread per team runs them in the
+// order they were issued, while the program goes on; a blocking call on the team first waits
+// until the worker has finished everything issued before it (run_call), so every rank still runs
+// the team's calls in one order.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+namespace shmcoll::detail {
+
+class ProgressWorker;
+
+// One issued call: done (with the error it failed with, if any) once it has run, on the worker's
+// thread or on the thread that waits for it (ProgressWorker::run_if_next).
+struct PendingCall {
+  void complete(std::exception_ptr failure) {
+    {
+      const std::lock_guard lock(mutex);
+      error = std::move(failure);
+      done.store(true, std::memory_order_release);
+    }
+    finished.notify_all();
+  }
+  void wait();
+  void wait_for_worker() {
+    std::unique_lock lock(mutex);
+    finished.wait(lock, [this] { return done.load(std::memory_order_acquire); });
+    if (error) std::rethrow_exception(error);
+  }
+  std::atomic<bool> done{false};
+  std::exception_ptr error;
+  ProgressWorker* worker = nullptr;  // the team's, whose queue holds the call until it runs
+  std::mutex mutex;
+  std::condition_variable finished;
+};
+
+class ProgressWorker {
+ public:
+  ProgressWorker() : thread_([this] { run(); }) {}
+  // Runs what was issued, then ends the thread.
+  ~ProgressWorker();
+  ProgressWorker(const ProgressWorker&) = delete;
+  ProgressWorker& operator=(const ProgressWorker&) = delete;
+
+  std::shared_ptr<PendingCall> start(std::function<void()> call);
+  // Returns once every call issued so far has completed (at once inside a queued call).
+  void drain();
+  // Runs `call` on this thread when it is next in line and the worker has not started it (a wait
+  // right after the issue then costs what the blocking call does, not a hand-off between
+  // threads); else leaves it to the worker.
+  void run_if_next(PendingCall* call);
+
+ private:
+  void run();
+  // Runs one call taken off the queue and marks it complete.
+  void run_one(std::pair<std::function<void()>, std::shared_ptr<PendingCall>> next);
+  std::mutex mutex_;
+  std::condition_variable work_, idle_;
+  std::deque<std::pair<std::function<void()>, std::shared_ptr<PendingCall>>> queue_;
+  int outstanding_ = 0;   // issued, not yet completed
+  bool running_ = false;  // a call taken off the queue is running (on either thread)
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace shmcoll::detail
