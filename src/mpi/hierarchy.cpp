@@ -123,6 +123,15 @@ void NodeHierarchy::allreduce(const void* sendbuf, void* recvbuf, int count, MPI
   node_team_->bcast(recvbuf, count, reduction.dtype, 0);
 }
 
+bool NodeHierarchy::earlier_nodes_total(void* total, void* before, int last, int count,
+                                        MPI_Datatype type, MPI_Op op, const Reduction& reduction) {
+  node_team_->bcast(total, count, reduction.dtype, last);
+  if (leader()) PMPI_Exscan(total, before, count, type, op, leaders_);
+  if (node() == 0) return false;  // (every member of node 0 knows it: no earlier node)
+  node_team_->bcast(before, count, reduction.dtype, 0);
+  return true;
+}
+
 void NodeHierarchy::scan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
                          MPI_Op op, const Reduction& reduction) {
   const std::size_t bytes = reduction.bytes(count);
@@ -134,10 +143,7 @@ void NodeHierarchy::scan(const void* sendbuf, void* recvbuf, int count, MPI_Data
   auto* before = total + bytes;
   const int last = static_cast<int>(members_[node()].size()) - 1;
   if (node_rank_of_rank_[rank_] == last) std::memcpy(total, recvbuf, bytes);
-  node_team_->bcast(total, count, reduction.dtype, last);
-  if (leader()) PMPI_Exscan(total, before, count, type, op, leaders_);
-  if (node() == 0) return;  // (every member of node 0 knows it: no earlier node)
-  node_team_->bcast(before, count, reduction.dtype, 0);
+  if (!earlier_nodes_total(total, before, last, count, type, op, reduction)) return;
   reduce_local(before, recvbuf, count, reduction.dtype, reduction.op);
 }
 
@@ -156,10 +162,7 @@ void NodeHierarchy::exscan(const void* sendbuf, void* recvbuf, int count, MPI_Da
   if (node_rank == last && last > 0) {
     reduce_local(recvbuf, total, count, reduction.dtype, reduction.op);  // earlier ones first
   }
-  node_team_->bcast(total, count, reduction.dtype, last);
-  if (leader()) PMPI_Exscan(total, before, count, type, op, leaders_);
-  if (node() == 0) return;
-  node_team_->bcast(before, count, reduction.dtype, 0);
+  if (!earlier_nodes_total(total, before, last, count, type, op, reduction)) return;
   if (node_rank == 0) {
     std::memcpy(recvbuf, before, bytes);  // nothing on its node comes before the first member
   } else {

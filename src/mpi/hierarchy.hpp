@@ -101,6 +101,11 @@ class NodeHierarchy {
   // total.
   template <typename BytesOfRank>
   std::int64_t lay_out(BytesOfRank bytes);
+  // Scan and exscan's step across nodes: `total` (the node's, held by its member `last`) to every
+  // member, the leaders' exscan of the totals into `before`, and that to every member; false on
+  // node 0, which has no earlier node.
+  bool earlier_nodes_total(void* total, void* before, int last, int count, MPI_Datatype type,
+                           MPI_Op op, const Reduction& reduction);
   // Reduce_scatter(_block)'s body: rank r's block holds count_of(r) elements.
   template <typename CountOf>
   void reduce_scatter_packed(const void* sendbuf, void* recvbuf, MPI_Datatype type, MPI_Op op,
@@ -134,10 +139,12 @@ class NodeHierarchy {
   // sized_receive grows scratch `which` to fit, at `offset`, and returns the bytes received.
   static void sized_send(const std::byte* data, std::int64_t bytes, int peer, MPI_Comm comm);
   std::int64_t sized_receive(int which, std::int64_t offset, int peer, MPI_Comm comm);
-  // Moves `bytes` of the packed buffer between a root that is not its node's leader and the
-  // leader, over the node's communicator.
-  void root_sends_to_leader(std::byte* packed, std::int64_t bytes, int root);
-  void leader_sends_to_root(std::byte* packed, std::int64_t bytes, int root);
+  // Moves the first `bytes` of scratch `which` between a root that is not its node's leader and
+  // that leader, as a sized message on the node's communicator (the receiver's scratch grows to
+  // fit, whatever `bytes` it passes); nothing where the root leads its node or lives elsewhere.
+  bool root_apart_from_leader_here(int root) const;
+  void root_to_leader(int which, std::int64_t bytes, int root);
+  void leader_to_root(int which, std::int64_t bytes, int root);
   int node() const { return node_of_rank_[rank_]; }
   // The tag of the layer's point-to-point messages between a root and its node's leader, out of
   // the way of small application tags (on the node's own communicator anyway).

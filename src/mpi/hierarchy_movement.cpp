@@ -54,23 +54,25 @@ std::int64_t NodeHierarchy::sized_receive(int which, std::int64_t offset, int pe
   return bytes;
 }
 
-void NodeHierarchy::root_sends_to_leader(std::byte* packed, std::int64_t bytes, int root) {
-  if (node_rank_of_rank_[root] == 0 || node() != node_of_rank_[root]) return;
+bool NodeHierarchy::root_apart_from_leader_here(int root) const {
+  return node_rank_of_rank_[root] != 0 && node() == node_of_rank_[root];
+}
+
+void NodeHierarchy::root_to_leader(int which, std::int64_t bytes, int root) {
+  if (!root_apart_from_leader_here(root)) return;
   if (rank_ == root) {
-    PMPI_Send(packed, static_cast<int>(bytes), MPI_BYTE, 0, kResultTag, node_);
+    sized_send(scratch_[which].data(), bytes, 0, node_);
   } else if (leader()) {
-    PMPI_Recv(packed, static_cast<int>(bytes), MPI_BYTE, node_rank_of_rank_[root], kResultTag,
-              node_, MPI_STATUS_IGNORE);
+    sized_receive(which, 0, node_rank_of_rank_[root], node_);
   }
 }
 
-void NodeHierarchy::leader_sends_to_root(std::byte* packed, std::int64_t bytes, int root) {
-  if (node_rank_of_rank_[root] == 0 || node() != node_of_rank_[root]) return;
+void NodeHierarchy::leader_to_root(int which, std::int64_t bytes, int root) {
+  if (!root_apart_from_leader_here(root)) return;
   if (leader()) {
-    PMPI_Send(packed, static_cast<int>(bytes), MPI_BYTE, node_rank_of_rank_[root], kResultTag,
-              node_);
+    sized_send(scratch_[which].data(), bytes, node_rank_of_rank_[root], node_);
   } else if (rank_ == root) {
-    PMPI_Recv(packed, static_cast<int>(bytes), MPI_BYTE, 0, kResultTag, node_, MPI_STATUS_IGNORE);
+    sized_receive(which, 0, 0, node_);
   }
 }
 
@@ -144,8 +146,9 @@ void NodeHierarchy::gather(const void* sendbuf, std::int64_t sendcount, const Da
                  MPI_BYTE, packed, node_bytes_.data(), node_at_.data(), MPI_BYTE, root_node,
                  leaders_);
   }
-  leader_sends_to_root(packed, total, root);
+  leader_to_root(0, total, root);
   if (!at_root) return;
+  packed = scratch_[0].data();
   for (int r = 0; r < size(); ++r) {
     if (r == rank_ && in_place) continue;
     recvtype.unpack_range(packed + packed_at_[r], recvcount, 0,
@@ -169,7 +172,8 @@ void NodeHierarchy::scatter(const void* sendbuf, std::int64_t sendcount, const D
                           static_cast<std::size_t>(block_bytes), packed + packed_at_[r]);
     }
   }
-  root_sends_to_leader(packed, total, root);
+  root_to_leader(0, total, root);
+  packed = scratch_[0].data();
   const int root_node = node_of_rank_[root];
   if (leader()) {
     const bool root_leader = node() == root_node;
@@ -278,11 +282,7 @@ void NodeHierarchy::gatherv(const void* sendbuf, std::int64_t sendcount, const D
   } else if (leader()) {
     sized_send(own_run, node_total, root_node, leaders_);
   }
-  // A root that is not its node's leader gets every run from it.
-  if (node() == root_node && node_rank_of_rank_[root] != 0) {
-    if (leader()) sized_send(scratch_[1].data(), total, node_rank_of_rank_[root], node_);
-    if (at_root) sized_receive(1, 0, 0, node_);
-  }
+  leader_to_root(1, total, root);  // a root that is not its node's leader gets every run
   if (!at_root) return;
   const std::byte* packed = scratch_[1].data();
   lay_out([&](int r) { return recvcounts[r] * static_cast<std::int64_t>(recvtype.size()); });
@@ -317,14 +317,12 @@ void NodeHierarchy::scatterv(const void* sendbuf, std::span<const std::int64_t> 
     auto* starts = static_cast<std::int64_t*>(scratch(2, (nodes + 1) * sizeof(std::int64_t)));
     for (int n = 0; n < nodes; ++n) starts[n] = packed_at_[members_[n].front()];
     starts[nodes] = total;
-    if (!leader()) {
-      PMPI_Send(starts, nodes + 1, MPI_INT64_T, 0, kResultTag, node_);
-      sized_send(packed, total, 0, node_);
-    }
+    if (!leader()) PMPI_Send(starts, nodes + 1, MPI_INT64_T, 0, kResultTag, node_);
+    root_to_leader(1, total, root);
   } else if (leader() && node() == root_node) {
     PMPI_Recv(scratch(2, (nodes + 1) * sizeof(std::int64_t)), nodes + 1, MPI_INT64_T,
               node_rank_of_rank_[root], kResultTag, node_, MPI_STATUS_IGNORE);
-    sized_receive(1, 0, node_rank_of_rank_[root], node_);
+    root_to_leader(1, 0, root);
   }
   // The root's leader sends every other node its run; the others' leaders receive theirs.
   std::byte* node_run = nullptr;

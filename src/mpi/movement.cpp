@@ -4,6 +4,7 @@
 // side of an in-place call) are never mapped, so whatever handle the program passes there cannot
 // change the path. Statistics count the bytes this rank receives.
 #include <numeric>
+#include <utility>
 
 #include "mpi/hierarchy.hpp"
 
@@ -21,6 +22,16 @@ const Datatype* type_if(bool significant, MPI_Datatype type) {
 std::size_t total_bytes(std::span<const std::int64_t> counts, const Datatype& type) {
   const std::int64_t elements = std::accumulate(counts.begin(), counts.end(), std::int64_t{0});
   return elements > 0 ? static_cast<std::size_t>(elements) * type.size() : 0;
+}
+
+// Runs a collective on the route's team, or node by node (the two take the same arguments).
+template <typename OnTeam, typename OnNodes, typename... Arguments>
+void run_on(const Route& route, OnTeam on_team, OnNodes on_nodes, Arguments&&... arguments) {
+  if (route.team) {
+    (route.team->*on_team)(std::forward<Arguments>(arguments)...);
+  } else {
+    (route.nodes->*on_nodes)(std::forward<Arguments>(arguments)...);
+  }
 }
 
 // Allgather and alltoall: one block of recvcount elements from every rank, in place from the
@@ -45,13 +56,8 @@ std::optional<int> block_per_rank(BlockPerRank on_team, NodeBlockPerRank on_node
   const std::size_t bytes = bytes_of(recvcount, *recv_type) * route.size();
   if (!fits_node_by_node(route, static_cast<std::int64_t>(bytes))) return std::nullopt;
   return through_shmcoll(comm, timer, bytes, [&] {
-    if (route.team) {
-      (route.team->*on_team)(send_of(sendbuf), sendcount, *send_type, recvbuf, recvcount,
-                             *recv_type);
-    } else {
-      (route.nodes->*on_nodes)(send_of(sendbuf), sendcount, *send_type, recvbuf, recvcount,
-                               *recv_type);
-    }
+    run_on(route, on_team, on_nodes, send_of(sendbuf), sendcount, *send_type, recvbuf, recvcount,
+           *recv_type);
   });
 }
 
@@ -78,13 +84,8 @@ int MPI_Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void*
           at_root ? bytes_of(sendcount, *send_type) : bytes_of(recvcount, *recv_type);
       if (fits_node_by_node(route, static_cast<std::int64_t>(block) * route.size())) {
         return through_shmcoll(comm, timer, keeps_own ? 0 : bytes_of(recvcount, *recv_type), [&] {
-          if (route.team) {
-            route.team->scatter(sendbuf, sendcount, *send_type, recv_of(recvbuf), recvcount,
-                                *recv_type, root);
-          } else {
-            route.nodes->scatter(sendbuf, sendcount, *send_type, recv_of(recvbuf), recvcount,
-                                 *recv_type, root);
-          }
+          run_on(route, &Team::scatter, &NodeHierarchy::scatter, sendbuf, sendcount, *send_type,
+                 recv_of(recvbuf), recvcount, *recv_type, root);
         });
       }
     }
@@ -110,13 +111,8 @@ int MPI_Scatterv(const void* sendbuf, const int sendcounts[], const int displs[]
       const auto counts = widen(at_root ? sendcounts : nullptr, route.size(), 0);
       const auto offsets = widen(at_root ? displs : nullptr, route.size(), 1);
       return through_shmcoll(comm, timer, keeps_own ? 0 : bytes_of(recvcount, *recv_type), [&] {
-        if (route.team) {
-          route.team->scatterv(sendbuf, counts, offsets, *send_type, recv_of(recvbuf), recvcount,
-                               *recv_type, root);
-        } else {
-          route.nodes->scatterv(sendbuf, counts, offsets, *send_type, recv_of(recvbuf), recvcount,
-                                *recv_type, root);
-        }
+        run_on(route, &Team::scatterv, &NodeHierarchy::scatterv, sendbuf, counts, offsets,
+               *send_type, recv_of(recvbuf), recvcount, *recv_type, root);
       });
     }
   }
@@ -142,13 +138,8 @@ int MPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* 
           at_root ? bytes_of(recvcount, *recv_type) : bytes_of(sendcount, *send_type);
       if (fits_node_by_node(route, static_cast<std::int64_t>(block) * route.size())) {
         return through_shmcoll(comm, timer, at_root ? block * route.size() : 0, [&] {
-          if (route.team) {
-            route.team->gather(send_of(sendbuf), sendcount, *send_type, recvbuf, recvcount,
-                               *recv_type, root);
-          } else {
-            route.nodes->gather(send_of(sendbuf), sendcount, *send_type, recvbuf, recvcount,
-                                *recv_type, root);
-          }
+          run_on(route, &Team::gather, &NodeHierarchy::gather, send_of(sendbuf), sendcount,
+                 *send_type, recvbuf, recvcount, *recv_type, root);
         });
       }
     }
@@ -173,13 +164,8 @@ int MPI_Gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void*
       const auto counts = widen(at_root ? recvcounts : nullptr, route.size(), 2);
       const auto offsets = widen(at_root ? displs : nullptr, route.size(), 3);
       return through_shmcoll(comm, timer, total_bytes(counts, *recv_type), [&] {
-        if (route.team) {
-          route.team->gatherv(send_of(sendbuf), sendcount, *send_type, recvbuf, counts, offsets,
-                              *recv_type, root);
-        } else {
-          route.nodes->gatherv(send_of(sendbuf), sendcount, *send_type, recvbuf, counts, offsets,
-                               *recv_type, root);
-        }
+        run_on(route, &Team::gatherv, &NodeHierarchy::gatherv, send_of(sendbuf), sendcount,
+               *send_type, recvbuf, counts, offsets, *recv_type, root);
       });
     }
   }
@@ -216,13 +202,8 @@ int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, vo
       const std::size_t bytes = total_bytes(counts, *recv_type);
       if (fits_node_by_node(route, static_cast<std::int64_t>(bytes))) {
         return through_shmcoll(comm, timer, bytes, [&] {
-          if (route.team) {
-            route.team->allgatherv(send_of(sendbuf), sendcount, *send_type, recvbuf, counts,
-                                   offsets, *recv_type);
-          } else {
-            route.nodes->allgatherv(send_of(sendbuf), sendcount, *send_type, recvbuf, counts,
-                                    offsets, *recv_type);
-          }
+          run_on(route, &Team::allgatherv, &NodeHierarchy::allgatherv, send_of(sendbuf), sendcount,
+                 *send_type, recvbuf, counts, offsets, *recv_type);
         });
       }
     }
@@ -260,13 +241,8 @@ int MPI_Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls
       const auto recv_counts = widen(recvcounts, size, 2);
       const auto recv_offsets = widen(rdispls, size, 3);
       return through_shmcoll(comm, timer, total_bytes(recv_counts, *recv_type), [&] {
-        if (route.team) {
-          route.team->alltoallv(send_of(sendbuf), send_counts, send_offsets, *send_type, recvbuf,
-                                recv_counts, recv_offsets, *recv_type);
-        } else {
-          route.nodes->alltoallv(send_of(sendbuf), send_counts, send_offsets, *send_type, recvbuf,
-                                 recv_counts, recv_offsets, *recv_type);
-        }
+        run_on(route, &Team::alltoallv, &NodeHierarchy::alltoallv, send_of(sendbuf), send_counts,
+               send_offsets, *send_type, recvbuf, recv_counts, recv_offsets, *recv_type);
       });
     }
   }
@@ -298,13 +274,8 @@ int MPI_Alltoallw(const void* sendbuf, const int sendcounts[], const int sdispls
         bytes += bytes_of(recvcounts[i], (*recv_types)[i]);
       }
       return through_shmcoll(comm, timer, bytes, [&] {
-        if (route.team) {
-          route.team->alltoallw(send_of(sendbuf), send_counts, send_offsets, *send_types, recvbuf,
-                                recv_counts, recv_offsets, *recv_types);
-        } else {
-          route.nodes->alltoallw(send_of(sendbuf), send_counts, send_offsets, *send_types, recvbuf,
-                                 recv_counts, recv_offsets, *recv_types);
-        }
+        run_on(route, &Team::alltoallw, &NodeHierarchy::alltoallw, send_of(sendbuf), send_counts,
+               send_offsets, *send_types, recvbuf, recv_counts, recv_offsets, *recv_types);
       });
     }
   }
