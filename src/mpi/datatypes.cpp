@@ -1,8 +1,8 @@
 // MPI datatypes as shmcoll Datatypes. A derived type is decoded once, by walking its
 // constructor tree with MPI_Type_get_envelope/contents (or, where that does not reach, by
-// probing MPI's packing: datatype_probe.cpp), and cached per handle until MPI_Type_free (a freed
-// handle may come back as a different type). Every rank must be able to describe its type, or
-// the ranks of one call would take different paths. Also the layer's reused arrays for
+// probing MPI's packing: datatype_probe.cpp), and cached per handle until the MPI frees the
+// type (a freed handle may come back as a different type). Every rank must be able to describe its
+// type, or the ranks of one call would take different paths. Also the layer's reused arrays for
 // v-collective arguments.
 #include <array>
 #include <map>
@@ -159,7 +159,32 @@ std::optional<const std::optional<Datatype>*> find_decoded(MPI_Datatype type) {
   return &found->second;
 }
 
+// The MPI runs this when it frees a type the layer cached, whoever frees it: the program, or an
+// MPI's own binding (MPICH's mpi_f08 makes a type for a strided array section, passes it to the C
+// entry point and frees it with PMPI_Type_free, and the next section's type gets its handle).
+int forget_freed_type(MPI_Datatype type, int, void*, void*) {
+  forget_datatype(type);
+  forget_reductions_on(type);
+  return MPI_SUCCESS;
+}
+
 }  // namespace
+
+void watch_for_free(MPI_Datatype type) {
+  int int_count = 0, address_count = 0, type_count = 0, combiner = MPI_COMBINER_NAMED;
+  PMPI_Type_get_envelope(type, &int_count, &address_count, &type_count, &combiner);
+  // Named and Fortran-parameterized types are never freed.
+  if (combiner == MPI_COMBINER_NAMED || combiner == MPI_COMBINER_F90_REAL ||
+      combiner == MPI_COMBINER_F90_COMPLEX || combiner == MPI_COMBINER_F90_INTEGER) {
+    return;
+  }
+  static int keyval = [] {
+    int made = MPI_KEYVAL_INVALID;
+    PMPI_Type_create_keyval(MPI_TYPE_NULL_COPY_FN, forget_freed_type, &made, nullptr);
+    return made;
+  }();
+  PMPI_Type_set_attr(type, keyval, nullptr);
+}
 
 const Datatype* datatype_of(MPI_Datatype type) {
   if (type == MPI_DATATYPE_NULL) {
@@ -173,8 +198,11 @@ const Datatype* datatype_of(MPI_Datatype type) {
     // Decoded with no lock held (the MPI answers); a thread that decoded it meanwhile wins.
     std::optional<Datatype> made = decode(type);
     if (!made) made = probe_datatype(type);  // (committed: a collective's types are)
-    SharedTables lock;
-    found = &decoded_types().emplace(type, std::move(made)).first->second;
+    {
+      SharedTables lock;
+      found = &decoded_types().emplace(type, std::move(made)).first->second;
+    }
+    watch_for_free(type);
   }
   const std::optional<Datatype>& decoded = **found;
   if (!decoded) {

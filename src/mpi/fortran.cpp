@@ -40,16 +40,11 @@ void create_op(const char* name, MPI_User_function* function, MPI_Fint* commute,
   if (result == MPI_SUCCESS) remember_fortran_user_op(MPI_Op_f2c(*op), function, *commute != 0);
 }
 
-// Through the C entry points, which forget the cached handle first.
+// Through the C entry point, which forgets the cached handle first.
 void free_op(MPI_Fint* op, MPI_Fint* ierror) {
   MPI_Op c_op = MPI_Op_f2c(*op);
   set_error(ierror, MPI_Op_free(&c_op));
   *op = MPI_Op_c2f(c_op);
-}
-void free_type(MPI_Fint* type, MPI_Fint* ierror) {
-  MPI_Datatype c_type = MPI_Type_f2c(*type);
-  set_error(ierror, MPI_Type_free(&c_type));
-  *type = MPI_Type_c2f(c_type);
 }
 
 }  // namespace
@@ -141,10 +136,6 @@ SHMCOLL_FORTRAN(op_create, OP_CREATE, (MPI_User_function * function, F* commute,
 
 SHMCOLL_FORTRAN(op_free, OP_FREE, (F * op, F* ierror), (op, ierror)) {
   free_op(op, ierror);
-}
-
-SHMCOLL_FORTRAN(type_free, TYPE_FREE, (F * type, F* ierror), (type, ierror)) {
-  free_type(type, ierror);
 }
 
 SHMCOLL_FORTRAN(barrier, BARRIER, (F * comm, F* ierror), (comm, ierror)) {
@@ -337,10 +328,6 @@ void mpi_op_create_f08_(MPI_User_function* function, MPI_Fint* commute, MPI_Fint
 
 void mpi_op_free_f08_(MPI_Fint* op, MPI_Fint* ierror) {
   free_op(op, ierror);
-}
-
-void mpi_type_free_f08_(MPI_Fint* type, MPI_Fint* ierror) {
-  free_type(type, ierror);
 }
 
 }  // extern "C"

@@ -1,5 +1,5 @@
 // The intercepted MPI entry points that are not collectives: set-up and tear-down, and the
-// lifetimes of user ops and datatypes, whose handles the layer caches (reductions.cpp and
+// lifetimes of user ops, whose handles the layer caches (reductions.cpp and
 // movement.cpp hold the collectives).
 #include <dlfcn.h>
 
@@ -90,12 +90,6 @@ int MPI_Op_create(MPI_User_function* function, int commute, MPI_Op* op) {
 int MPI_Op_free(MPI_Op* op) {
   forget_user_op(*op);
   return PMPI_Op_free(op);
-}
-
-int MPI_Type_free(MPI_Datatype* type) {
-  forget_datatype(*type);
-  forget_reductions_on(*type);
-  return PMPI_Type_free(type);
 }
 
 }  // extern "C"

@@ -89,14 +89,18 @@ void finalize_layer();
 // Predefined MPI element types as shmcoll ones; nullopt: not an element type shmcoll reduces.
 std::optional<Dtype> dtype_of(MPI_Datatype type);
 // Any MPI datatype as a shmcoll Datatype: predefined ones, and derived ones decoded once with
-// MPI_Type_get_envelope/contents (else probed) and cached until MPI_Type_free. Null only for a
-// type that neither reaches and that spans more than kProbeMaxBytes; the call goes to PMPI.
+// MPI_Type_get_envelope/contents (else probed) and cached until the type is freed (watch_for_free).
+// Null only for a type that neither reaches and that spans more than kProbeMaxBytes; the call goes
+// to PMPI.
 const Datatype* datatype_of(MPI_Datatype type);
 // A committed type's typemap read back from MPI's own packing (datatype_probe.cpp); nullopt
 // beyond kProbeMaxBytes of true extent (the probe holds about six times that, once per type).
 inline constexpr std::size_t kProbeMaxBytes = std::size_t{16} << 20;
 std::optional<Datatype> probe_datatype(MPI_Datatype type);
 void forget_datatype(MPI_Datatype type);
+// Has the MPI tell the layer when `type` is freed (an attribute's delete callback), so what the
+// layer cached under its handle is forgotten then, by whatever path the type is freed.
+void watch_for_free(MPI_Datatype type);
 // Stands in for an argument the standard makes insignificant (never read).
 const Datatype& unused_type();
 
@@ -115,7 +119,7 @@ void remember_user_op(MPI_Op op, MPI_User_function* function, bool commutative);
 // A user op created in Fortran: its function takes the datatype as a Fortran handle.
 void remember_fortran_user_op(MPI_Op op, MPI_User_function* function, bool commutative);
 void forget_user_op(MPI_Op op);
-// Forgets what was learnt about reductions on `type` (before MPI_Type_free releases the handle).
+// Forgets what was learnt about reductions on `type` (when the MPI frees it).
 void forget_reductions_on(MPI_Datatype type);
 
 // A shmcoll error as an MPI error code, raised through the communicator's error handler.

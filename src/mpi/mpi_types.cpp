@@ -227,8 +227,11 @@ bool ask_mpi_accepts(MPI_Datatype type, MPI_Op op) {
 bool mpi_accepts(MPI_Datatype type, MPI_Op op) {
   if (const auto answer = shared_find(accepted_pairs(), std::make_pair(type, op))) return *answer;
   const bool accepted = ask_mpi_accepts(type, op);
-  SharedTables lock;
-  accepted_pairs().emplace(std::make_pair(type, op), accepted);
+  {
+    SharedTables lock;
+    accepted_pairs().emplace(std::make_pair(type, op), accepted);
+  }
+  watch_for_free(type);
   return accepted;
 }
 
