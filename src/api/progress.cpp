@@ -4,6 +4,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "shm/rounds.hpp"
+
 namespace shmcoll::detail {
 
 ProgressWorker::~ProgressWorker() {
@@ -13,6 +15,23 @@ ProgressWorker::~ProgressWorker() {
   }
   work_.notify_one();
   thread_.join();
+}
+
+void PendingCall::wait_for_worker() {
+  std::unique_lock lock(mutex);
+  const auto is_done = [this] { return done.load(std::memory_order_acquire); };
+  if (shm::has_wait_idle_hook()) {
+    // The thread's hook (an MPI's progress) runs while the worker has the call, as in a wait of
+    // the call's own.
+    while (!finished.wait_for(lock, std::chrono::nanoseconds(shm::kIdleHookSliceNs), is_done)) {
+      lock.unlock();
+      shm::run_wait_idle_hook();
+      lock.lock();
+    }
+  } else {
+    finished.wait(lock, is_done);
+  }
+  if (error) std::rethrow_exception(error);
 }
 
 void PendingCall::wait() {

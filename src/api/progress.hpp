@@ -30,11 +30,7 @@ struct PendingCall {
     finished.notify_all();
   }
   void wait();
-  void wait_for_worker() {
-    std::unique_lock lock(mutex);
-    finished.wait(lock, [this] { return done.load(std::memory_order_acquire); });
-    if (error) std::rethrow_exception(error);
-  }
+  void wait_for_worker();
   std::atomic<bool> done{false};
   std::exception_ptr error;
   ProgressWorker* worker = nullptr;  // the team's, whose queue holds the call until it runs

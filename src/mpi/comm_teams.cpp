@@ -20,6 +20,7 @@
 #include "coll/tunables.hpp"
 #include "mpi/hierarchy.hpp"
 #include "mpi/team_pool.hpp"
+#include "shm/rounds.hpp"
 
 namespace shmcoll::mpi {
 
@@ -359,7 +360,23 @@ int Route::rank() const {
   return team ? team->rank() : nodes ? nodes->rank() : -1;
 }
 
+namespace {
+
+// The MPI's progress engine, turned while a collective of the layer's waits for a peer (the
+// wait's idle hook): a program may post a receive, then enter a collective that its peer enters
+// only after a send to that receive completes, which for a large message takes this rank's MPI
+// to move it. MPI's own collectives progress it as they wait; the layer's must too, or the two
+// ranks wait for each other. A probe matches nothing it could take from the program.
+void drive_mpi_progress() {
+  int flag = 0;
+  PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+}
+
+}  // namespace
+
 Route route_of(MPI_Comm comm) {
+  // Every served call asks its route first, on the thread that makes the call (never a worker).
+  shm::set_wait_idle_hook(&drive_mpi_progress);
   CachedTeam* cached = cached_of(comm);
   if (!cached) return {};
   if (!cached->decided) {

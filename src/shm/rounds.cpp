@@ -14,6 +14,8 @@ namespace shmcoll::shm {
 
 namespace {
 
+thread_local WaitIdleHook wait_idle_hook = nullptr;
+
 // Registered as the library loads, while the process most likely has one thread: in a process
 // with threads the kernel waits for an RCU grace period, 15-23 ms here (every MPI process has
 // helper threads by the time the MPI layer makes its first team; measured 20 of the first
@@ -274,6 +276,18 @@ bool Rounds::move_off(int& my_cpu) {
   return true;
 }
 
+void set_wait_idle_hook(WaitIdleHook hook) {
+  wait_idle_hook = hook;
+}
+
+void run_wait_idle_hook() {
+  if (wait_idle_hook) wait_idle_hook();
+}
+
+bool has_wait_idle_hook() {
+  return wait_idle_hook != nullptr;
+}
+
 template <typename Awaited, typename Reached>
 void Rounds::wait_slow(Awaited awaited, std::int64_t round, Reached reached,
                        const std::atomic<std::uint32_t>& futex_word,
@@ -315,6 +329,7 @@ void Rounds::wait_slow(Awaited awaited, std::int64_t round, Reached reached,
       peer_said_my_cpu
           ? std::max(policy_.yield_ns, policy_.spin_ns - static_cast<long>(now_ns() - start))
           : policy_.yield_ns;
+  run_wait_idle_hook();
   if (yield_ns > 0) {
     const long long yield_start = now_ns();
     for (unsigned yields = 1;; ++yields) {
@@ -322,9 +337,14 @@ void Rounds::wait_slow(Awaited awaited, std::int64_t round, Reached reached,
       if (header.abort_word.load(std::memory_order_relaxed) != 0) fail_aborted(awaited());
       sched_yield();
       ++counts_.yields;
-      if (yields % 8 == 0 && now_ns() - yield_start >= yield_ns) break;
+      if (yields % 8 == 0) {
+        run_wait_idle_hook();
+        if (now_ns() - yield_start >= yield_ns) break;
+      }
     }
   }
+  const long sleep_slice_ns =
+      wait_idle_hook ? std::min(policy_.sleep_slice_ns, kIdleHookSliceNs) : policy_.sleep_slice_ns;
 
   for (;;) {
     sleepers.fetch_add(1, std::memory_order_seq_cst);
@@ -332,7 +352,7 @@ void Rounds::wait_slow(Awaited awaited, std::int64_t round, Reached reached,
     const std::uint32_t before = futex_word.load(std::memory_order_seq_cst);
     if (!reached() && header.abort_word.load() == 0) {
       ++counts_.futex_sleeps;
-      futex_wait(futex_word, before, policy_.sleep_slice_ns);
+      futex_wait(futex_word, before, sleep_slice_ns);
     }
     sleepers.fetch_sub(1, std::memory_order_seq_cst);
     // Linux's wake-up placement favours the waker's CPU, which is the peer I waited for: left
@@ -341,6 +361,7 @@ void Rounds::wait_slow(Awaited awaited, std::int64_t round, Reached reached,
     const std::uint32_t peer = awaited();
     if (shares_cpu_with(peer, my_cpu)) move_off(my_cpu);
     if (reached()) return;
+    run_wait_idle_hook();
     if (header.abort_word.load(std::memory_order_acquire) != 0) fail_aborted(awaited());
     if (peer != rank_ && peer_has_exited(peer)) {
       if (reached()) return;  // it published before leaving

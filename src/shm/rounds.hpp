@@ -45,6 +45,18 @@ struct WaitPolicy {
   Handshake handshake = Handshake::publisher_fence;
 };
 
+// Run by a wait of this thread's that has spun its window and goes on yielding or sleeping
+// (then every few yields, and at least every kIdleHookSliceNs of sleep): the MPI layer drives its
+// MPI's progress here, so that a peer blocked in the MPI on this rank's help (a large send to a
+// receive this rank posted) gets it while this rank waits in a collective for that peer. Null, the
+// default: nothing runs.
+using WaitIdleHook = void (*)();
+void set_wait_idle_hook(WaitIdleHook hook);
+// Runs this thread's hook, if it has one (also for waits outside Rounds: a nonblocking call's).
+void run_wait_idle_hook();
+bool has_wait_idle_hook();
+inline constexpr long kIdleHookSliceNs = 1'000'000;
+
 class Rounds {
  public:
   Rounds(Segment segment, std::uint32_t rank, WaitPolicy policy);
