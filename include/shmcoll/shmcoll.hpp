@@ -8,6 +8,7 @@
 //   team.split(color, key)            sub-teams of a team, as MPI_Comm_split.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -109,6 +110,9 @@ class SHMCOLL_API Request {
   ~Request();
   void wait();
   bool test() const;
+  // Waits at most `timeout` for the call to complete, never running it on this thread; true when
+  // it has (then wait() returns at once).
+  bool wait_for(std::chrono::nanoseconds timeout) const;
 
  private:
   friend class Team;
@@ -224,6 +228,11 @@ class SHMCOLL_API Team {
                   int root);
   Request iallreduce(const void* sendbuf, void* recvbuf, std::int64_t count, Dtype dtype,
                      const Op& op);
+  // Any of this team's blocking calls, made by `calls` in the order it makes them, as one
+  // nonblocking call: `team.run_nonblocking([&] { team.alltoallv(...); })`. Every rank issues it
+  // at the same place in the team's order. Arguments are checked when it runs: a bad one fails
+  // the Request's wait. What `calls` uses must outlive the Request.
+  Request run_nonblocking(std::function<void()> calls);
 
   // Memory inside the segment, in this rank's heap (Options::heap_bytes). A data-movement
   // collective whose send blocks (of a contiguous type) lie here and are at least

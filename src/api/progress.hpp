@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -31,6 +32,12 @@ struct PendingCall {
   }
   void wait();
   void wait_for_worker();
+  // Whether the call completed within `timeout` (never runs it on this thread).
+  bool wait_done_for(std::chrono::nanoseconds timeout) {
+    std::unique_lock lock(mutex);
+    return finished.wait_for(lock, timeout,
+                             [this] { return done.load(std::memory_order_acquire); });
+  }
   std::atomic<bool> done{false};
   std::exception_ptr error;
   ProgressWorker* worker = nullptr;  // the team's, whose queue holds the call until it runs

@@ -161,6 +161,12 @@ Request Team::iallreduce(const void* sendbuf, void* recvbuf, std::int64_t count,
   return issue(allreduce_call("iallreduce", state_, sendbuf, recvbuf, count, dtype, op));
 }
 
+Request Team::run_nonblocking(std::function<void()> calls) {
+  const Call call{"run_nonblocking", state_};
+  if (!calls) reject(call, "calls is empty");
+  return issue(std::move(calls));
+}
+
 Request Team::issue(std::function<void()> call) {
   if (!state_->worker) state_->worker = std::make_unique<ProgressWorker>();
   return Request(state_->worker->start(std::move(call)));
@@ -192,6 +198,10 @@ void Request::wait() {
 
 bool Request::test() const {
   return !call_ || call_->done.load(std::memory_order_acquire);
+}
+
+bool Request::wait_for(std::chrono::nanoseconds timeout) const {
+  return !call_ || call_->wait_done_for(timeout);
 }
 
 namespace {

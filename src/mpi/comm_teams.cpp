@@ -362,29 +362,19 @@ int Route::rank() const {
 
 namespace {
 
-// The MPI's progress engine, turned while a collective of the layer's waits for a peer (the
-// wait's idle hook): a program may post a receive, then enter a collective that its peer enters
-// only after a send to that receive completes, which for a large message takes this rank's MPI
-// to move it. MPI's own collectives progress it as they wait; the layer's must too, or the two
-// ranks wait for each other. A probe matches nothing it could take from the program.
-void drive_mpi_progress() {
-  int flag = 0;
-  PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
-}
-
-}  // namespace
-
-Route route_of(MPI_Comm comm) {
+Route route(MPI_Comm comm, bool may_agree) {
   // Every served call asks its route first, on the thread that makes the call (never a worker).
   shm::set_wait_idle_hook(&drive_mpi_progress);
   CachedTeam* cached = cached_of(comm);
   if (!cached) return {};
   if (!cached->decided) {
-    if (++cached->calls >= cached->next_check) decide(comm, *cached);
+    if (++cached->calls >= cached->next_check && may_agree) decide(comm, *cached);
     if (!cached->decided) {
       note_pmpi_reason(cached->why_pmpi);
-      timed = cached;
-      timed_since = std::chrono::steady_clock::now();
+      if (may_agree) {  // a nonblocking call's PMPI time says nothing of how busy it is
+        timed = cached;
+        timed_since = std::chrono::steady_clock::now();
+      }
       return {};
     }
   }
@@ -402,6 +392,16 @@ Route route_of(MPI_Comm comm) {
   }
   if (!cached->holds_team()) note_pmpi_reason(cached->why_pmpi);
   return {cached->team ? &*cached->team : nullptr, cached->spanning.get()};
+}
+
+}  // namespace
+
+Route route_of(MPI_Comm comm) {
+  return route(comm, true);
+}
+
+Route route_without_agreeing(MPI_Comm comm) {
+  return route(comm, false);
 }
 
 void pmpi_call_ended() {

@@ -332,4 +332,101 @@ void mpi_op_free_f08_(MPI_Fint* op, MPI_Fint* ierror) {
 
 }  // extern "C"
 
+// The completion calls, which must see the layer's nonblocking and persistent requests first
+// (requests.cpp): MPICH's handles are ints and its mpi_f08 status has C's layout, so each goes
+// straight to the C entry point. Indices stay as C has them: MPICH 4.0.2's own mpi_f08 routines
+// return them 0-based (where the standard has Fortran's 1-based), and a program sees the same
+// with and without the layer.
+static_assert(sizeof(MPI_Request) == sizeof(MPI_Fint) &&
+              sizeof(MPI_F08_status) == sizeof(MPI_Status));
+
+namespace {
+
+MPI_Request* requests_of(MPI_Fint* requests) {
+  return reinterpret_cast<MPI_Request*>(requests);
+}
+MPI_Status* status_of(MPI_F08_status* status) {
+  return status == MPI_F08_STATUS_IGNORE ? MPI_STATUS_IGNORE
+                                         : reinterpret_cast<MPI_Status*>(status);
+}
+MPI_Status* statuses_of(MPI_F08_status* statuses) {
+  return statuses == MPI_F08_STATUSES_IGNORE ? MPI_STATUSES_IGNORE
+                                             : reinterpret_cast<MPI_Status*>(statuses);
+}
+// Fortran's LOGICAL (gfortran: 1 for .true.).
+void set_logical(MPI_Fint* flag, int value) {
+  *flag = value ? 1 : 0;
+}
+
+}  // namespace
+
+extern "C" {
+
+void mpi_wait_f08_(MPI_Fint* request, MPI_F08_status* status, MPI_Fint* ierror) {
+  set_error(ierror, MPI_Wait(requests_of(request), status_of(status)));
+}
+
+void mpi_test_f08_(MPI_Fint* request, MPI_Fint* flag, MPI_F08_status* status, MPI_Fint* ierror) {
+  int c_flag = 0;
+  set_error(ierror, MPI_Test(requests_of(request), &c_flag, status_of(status)));
+  set_logical(flag, c_flag);
+}
+
+void mpi_request_get_status_f08_(MPI_Fint* request, MPI_Fint* flag, MPI_F08_status* status,
+                                 MPI_Fint* ierror) {
+  int c_flag = 0;
+  set_error(ierror, MPI_Request_get_status(*requests_of(request), &c_flag, status_of(status)));
+  set_logical(flag, c_flag);
+}
+
+void mpi_waitall_f08_(MPI_Fint* count, MPI_Fint* requests, MPI_F08_status* statuses,
+                      MPI_Fint* ierror) {
+  set_error(ierror, MPI_Waitall(*count, requests_of(requests), statuses_of(statuses)));
+}
+
+void mpi_testall_f08_(MPI_Fint* count, MPI_Fint* requests, MPI_Fint* flag, MPI_F08_status* statuses,
+                      MPI_Fint* ierror) {
+  int c_flag = 0;
+  set_error(ierror, MPI_Testall(*count, requests_of(requests), &c_flag, statuses_of(statuses)));
+  set_logical(flag, c_flag);
+}
+
+void mpi_waitany_f08_(MPI_Fint* count, MPI_Fint* requests, MPI_Fint* index, MPI_F08_status* status,
+                      MPI_Fint* ierror) {
+  set_error(ierror, MPI_Waitany(*count, requests_of(requests), index, status_of(status)));
+}
+
+void mpi_testany_f08_(MPI_Fint* count, MPI_Fint* requests, MPI_Fint* index, MPI_Fint* flag,
+                      MPI_F08_status* status, MPI_Fint* ierror) {
+  int c_flag = 0;
+  set_error(ierror, MPI_Testany(*count, requests_of(requests), index, &c_flag, status_of(status)));
+  set_logical(flag, c_flag);
+}
+
+void mpi_waitsome_f08_(MPI_Fint* incount, MPI_Fint* requests, MPI_Fint* outcount, MPI_Fint* indices,
+                       MPI_F08_status* statuses, MPI_Fint* ierror) {
+  set_error(ierror, MPI_Waitsome(*incount, requests_of(requests), outcount, indices,
+                                 statuses_of(statuses)));
+}
+
+void mpi_testsome_f08_(MPI_Fint* incount, MPI_Fint* requests, MPI_Fint* outcount, MPI_Fint* indices,
+                       MPI_F08_status* statuses, MPI_Fint* ierror) {
+  set_error(ierror, MPI_Testsome(*incount, requests_of(requests), outcount, indices,
+                                 statuses_of(statuses)));
+}
+
+void mpi_request_free_f08_(MPI_Fint* request, MPI_Fint* ierror) {
+  set_error(ierror, MPI_Request_free(requests_of(request)));
+}
+
+void mpi_start_f08_(MPI_Fint* request, MPI_Fint* ierror) {
+  set_error(ierror, MPI_Start(requests_of(request)));
+}
+
+void mpi_startall_f08_(MPI_Fint* count, MPI_Fint* requests, MPI_Fint* ierror) {
+  set_error(ierror, MPI_Startall(*count, requests_of(requests)));
+}
+
+}  // extern "C"
+
 #endif  // OPEN_MPI, MPICH_VERSION

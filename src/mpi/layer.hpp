@@ -31,9 +31,25 @@ struct Route {
   int rank() const;
 };
 Route route_of(MPI_Comm comm);
+// The route of a nonblocking or persistent call, which must not block: the members never agree
+// here (route_of's agreement is a blocking PMPI_Allreduce, and a peer may reach its own call only
+// after this rank's returns). The call still counts towards the communicator's check, held at its
+// next blocking call.
+Route route_without_agreeing(MPI_Comm comm);
 // Ends the timing route_of started for a communicator still warming up (its PMPI call returned):
 // what tells a busy communicator from one used now and then.
 void pmpi_call_ended();
+// Turns the MPI's progress engine (PMPI_Iprobe, which matches nothing it could take from the
+// program): the idle hook of the layer's waits on the program's thread. A program may post a
+// receive, then enter a collective that its peer enters only after a large send to that receive
+// completes, which takes this rank's MPI to move it; MPI's own collectives progress it as they
+// wait, and the layer's must too, or the two ranks wait for each other.
+void drive_mpi_progress();
+// A nonblocking call's MPI_Request (a generalized request; requests.cpp): the layer's completion
+// calls complete it once `call` has completed. `comm`'s handler reports the call's failure.
+void start_nonblocking(MPI_Comm comm, Request call, MPI_Request* request);
+// A persistent call's MPI_Request: each MPI_Start runs `issue`, a new nonblocking call.
+void make_persistent(MPI_Comm comm, std::function<Request()> issue, MPI_Request* request);
 // Joins a shmcoll team of all of `comm`'s members (collective on `comm`; the segment name goes
 // out with PMPI_Bcast), and sets `id` to an id every member gets the same. Throws shmcoll::Error
 // when this rank cannot join.
@@ -163,11 +179,12 @@ enum class PmpiReason : unsigned char {
   too_large_for_nodes,  // node by node, blocks past MPI's int counts
   node_by_node_off,     // SHMCOLL_MPI_NODE_BY_NODE=0 on a member, and the communicator spans nodes
   order_across_nodes,   // a non-commutative op over nodes that do not hold rank ranges in order
-  datatype_unknown,     // a datatype that could be neither decoded nor probed
-  op_refused,           // the MPI itself refuses the op on the datatype (it reports the error)
-  derived_type,         // a predefined op on a derived datatype that the MPI accepts (not served)
-  user_op_derived,      // a user op on a derived datatype: it must see the caller's layout
-  not_reducible,        // a datatype shmcoll has no element type for (MPI_PACKED, ...)
+  nonblocking_across_nodes,  // node by node runs blocking calls only
+  datatype_unknown,          // a datatype that could be neither decoded nor probed
+  op_refused,                // the MPI itself refuses the op on the datatype (it reports the error)
+  derived_type,     // a predefined op on a derived datatype that the MPI accepts (not served)
+  user_op_derived,  // a user op on a derived datatype: it must see the caller's layout
+  not_reducible,    // a datatype shmcoll has no element type for (MPI_PACKED, ...)
   count
 };
 void note_pmpi_reason(PmpiReason reason);

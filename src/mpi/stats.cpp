@@ -47,6 +47,8 @@ const char* reason_text(PmpiReason reason) {
       return "node by node, the blocks together pass 2 GiB (MPI's int counts)";
     case PmpiReason::order_across_nodes:
       return "a non-commutative op across nodes that do not hold their ranks in order";
+    case PmpiReason::nonblocking_across_nodes:
+      return "a nonblocking or persistent call on a communicator spanning nodes";
     case PmpiReason::datatype_unknown:
       return "a datatype the layer could not decode";
     case PmpiReason::op_refused:

@@ -1,0 +1,93 @@
+// How an intercepted collective runs once it takes the shmcoll path: at once (MPI_Allreduce:
+// RunNow), issued to the team's worker behind an MPI_Request (MPI_Iallreduce), or planned, to be
+// issued at every MPI_Start (MPI_Allreduce_init): RunLater. Each collective is written once, as a
+// template over the mode (reductions.cpp, movement.cpp): the mode picks the route, keeps the
+// call's arguments as long as the call needs them, and serves the call. A blocking call's
+// arguments are the program's until it returns; a nonblocking one's counts and datatypes are
+// copied (the program may reuse the arrays and free the types as soon as the call is issued).
+#pragma once
+
+#include <optional>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "mpi/layer.hpp"
+
+namespace shmcoll::mpi {
+
+struct RunNow {
+  static Route route(MPI_Comm comm) { return route_of(comm); }
+  template <typename T>
+  static T keep(T value) {
+    return value;
+  }
+  template <typename Call>
+  static int serve(const Route&, MPI_Comm comm, CallTimer& timer, std::size_t bytes, Call&& call) {
+    return through_shmcoll(comm, timer, bytes, std::forward<Call>(call));
+  }
+};
+
+class RunLater {
+ public:
+  // MPI_Ibcast and the others: issued at once, `request` standing for the call.
+  static RunLater nonblocking(MPI_Request* request) { return {Kind::nonblocking, request}; }
+  // MPI_Bcast_init and the others: issued at every MPI_Start of `request`.
+  static RunLater persistent(MPI_Request* request) { return {Kind::persistent, request}; }
+
+  // The communicator's team, as it is (a call that must not block never makes the members
+  // agree), never node by node (the leaders' PMPI calls would have to run on the worker thread).
+  static Route route(MPI_Comm comm) {
+    const Route route = route_without_agreeing(comm);
+    if (!route.nodes) return route;
+    note_pmpi_reason(PmpiReason::nonblocking_across_nodes);
+    return {};
+  }
+  static std::vector<std::int64_t> keep(std::span<const std::int64_t> values) {
+    return {values.begin(), values.end()};
+  }
+  static std::optional<Datatype> keep(const Datatype* type) {
+    return type ? std::optional<Datatype>(*type) : std::nullopt;
+  }
+  static std::optional<std::vector<Datatype>> keep(std::optional<std::span<const Datatype>> types) {
+    if (!types) return std::nullopt;
+    return std::vector<Datatype>(types->begin(), types->end());
+  }
+
+  template <typename Call>
+  int serve(const Route& route, MPI_Comm comm, CallTimer& timer, std::size_t bytes,
+            Call call) const {
+    try {
+      if (kind_ == Kind::nonblocking) {
+        start_nonblocking(comm, route.team->run_nonblocking(std::move(call)), request_);
+      } else {
+        make_persistent(comm, restart_on(comm, route.team, std::move(call)), request_);
+      }
+      timer.through_shmcoll(bytes);
+      return MPI_SUCCESS;
+    } catch (const Error& error) {
+      timer.failed_in_shmcoll();
+      return raise_error(comm, error);
+    }
+  }
+
+ private:
+  // Each MPI_Start issues the call anew, on the team it was planned on while the communicator
+  // keeps it (a team that ended was retired, and the communicator never gets another).
+  template <typename Call>
+  static std::function<Request()> restart_on(MPI_Comm comm, Team* team, Call call) {
+    return [comm, team, call = std::move(call)] {
+      if (route_without_agreeing(comm).team != team) {
+        throw Error(Errc::peer_failed,
+                    "MPI_Start: the communicator's team ended after the request was made");
+      }
+      return team->run_nonblocking(call);
+    };
+  }
+  enum class Kind { nonblocking, persistent };
+  RunLater(Kind kind, MPI_Request* request) : kind_(kind), request_(request) {}
+  Kind kind_;
+  MPI_Request* request_;
+};
+
+}  // namespace shmcoll::mpi
