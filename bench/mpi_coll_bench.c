@@ -9,7 +9,7 @@
  * MPI_CHAR, OSU's default type) and sum. COLL is any
  * collective shmcoll-bench knows; SIZES follow its convention (OSU's): the vector for reductions,
  * including reduce_scatter, and the block per rank pair for scatter, gather, allgather and alltoall
- * and their v/w forms. --vary-data and the batch sizing: bench/harness_method.h. */
+ * and their v/w forms; also iallreduce (MPI_Iallreduce, then MPI_Wait). --vary-data and the batch sizing: bench/harness_method.h. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,13 +56,14 @@ enum Coll {
   ALLTOALL,
   ALLTOALLV,
   ALLTOALLW,
+  IALLREDUCE, /* MPI_Iallreduce then MPI_Wait: the nonblocking path's cost */
   BARRIER
 };
 static const char* const coll_names[] = {
     "allreduce", "reduce",    "bcast",      "reduce_scatter", "reduce_scatter_block",
     "scan",      "exscan",    "scatter",    "scatterv",       "gather",
     "gatherv",   "allgather", "allgatherv", "alltoall",       "alltoallv",
-    "alltoallw", "barrier"};
+    "alltoallw", "iallreduce", "barrier"};
 
 static enum Coll coll_of(const char* name) {
   for (int c = ALLREDUCE; c < BARRIER; ++c) {
@@ -122,6 +123,12 @@ static void call(enum Coll coll, void* send, void* recv, int count, int size) {
     case ALLTOALLW:
       MPI_Alltoallw(send, counts, byte_displs, types, recv, counts, byte_displs, types, world);
       break;
+    case IALLREDUCE: {
+      MPI_Request request;
+      MPI_Iallreduce(send, recv, count, element, MPI_SUM, world, &request);
+      MPI_Wait(&request, MPI_STATUS_IGNORE);
+      break;
+    }
     case BARRIER:
       MPI_Barrier(world);
       break;

@@ -18,20 +18,30 @@ ProgressWorker::~ProgressWorker() {
 }
 
 void PendingCall::wait_for_worker() {
-  std::unique_lock lock(mutex);
-  const auto is_done = [this] { return done.load(std::memory_order_acquire); };
-  if (shm::has_wait_idle_hook()) {
-    // The thread's hook (an MPI's progress) runs while the worker has the call, as in a wait of
-    // the call's own.
-    while (!finished.wait_for(lock, std::chrono::nanoseconds(shm::kIdleHookSliceNs), is_done)) {
-      lock.unlock();
-      shm::run_wait_idle_hook();
-      lock.lock();
+  if (!done.load(std::memory_order_acquire)) {
+    std::unique_lock lock(mutex);
+    waiting.store(true, std::memory_order_seq_cst);
+    const auto is_done = [this] { return done.load(std::memory_order_seq_cst); };
+    if (shm::has_wait_idle_hook()) {
+      // The thread's hook (an MPI's progress) runs while the worker has the call, as in a wait
+      // of the call's own.
+      while (!finished.wait_for(lock, std::chrono::nanoseconds(shm::kIdleHookSliceNs), is_done)) {
+        lock.unlock();
+        shm::run_wait_idle_hook();
+        lock.lock();
+      }
+    } else {
+      finished.wait(lock, is_done);
     }
-  } else {
-    finished.wait(lock, is_done);
   }
   if (error) std::rethrow_exception(error);
+}
+
+bool PendingCall::wait_done_for(std::chrono::nanoseconds timeout) {
+  if (done.load(std::memory_order_acquire)) return true;
+  std::unique_lock lock(mutex);
+  waiting.store(true, std::memory_order_seq_cst);
+  return finished.wait_for(lock, timeout, [this] { return done.load(std::memory_order_seq_cst); });
 }
 
 void PendingCall::wait() {
@@ -42,12 +52,14 @@ void PendingCall::wait() {
 std::shared_ptr<PendingCall> ProgressWorker::start(std::function<void()> call) {
   auto pending = std::make_shared<PendingCall>();
   pending->worker = this;
+  bool wake = false;
   {
     const std::lock_guard lock(mutex_);
     queue_.emplace_back(std::move(call), pending);
     ++outstanding_;
+    wake = worker_waits_;
   }
-  work_.notify_one();
+  if (wake) work_.notify_one();
   return pending;
 }
 
@@ -62,7 +74,9 @@ thread_local bool running_a_queued_call = false;
 void ProgressWorker::drain() {
   if (running_a_queued_call) return;
   std::unique_lock lock(mutex_);
+  ++drainers_;
   idle_.wait(lock, [this] { return outstanding_ == 0; });
+  --drainers_;
 }
 
 void ProgressWorker::run_if_next(PendingCall* call) {
@@ -87,14 +101,17 @@ void ProgressWorker::run_one(std::pair<std::function<void()>, std::shared_ptr<Pe
   }
   running_a_queued_call = false;
   next.second->complete(std::move(failure));
+  bool wake_worker = false, wake_drainers = false;
   {
     const std::lock_guard lock(mutex_);
     running_ = false;
     --outstanding_;
+    // The worker may have waited for this call to end before taking the next.
+    wake_worker = worker_waits_ && !queue_.empty();
+    wake_drainers = drainers_ > 0 && outstanding_ == 0;
   }
-  // The worker may have waited for this call to end before taking the next.
-  work_.notify_one();
-  idle_.notify_all();
+  if (wake_worker) work_.notify_one();
+  if (wake_drainers) idle_.notify_all();
 }
 
 void ProgressWorker::run() {
@@ -107,7 +124,9 @@ void ProgressWorker::run() {
     std::pair<std::function<void()>, std::shared_ptr<PendingCall>> next;
     {
       std::unique_lock lock(mutex_);
+      worker_waits_ = true;
       work_.wait(lock, [this] { return !running_ && (stopping_ || !queue_.empty()); });
+      worker_waits_ = false;
       if (queue_.empty()) return;  // stopping, and nothing left to run
       next = std::move(queue_.front());
       queue_.pop_front();

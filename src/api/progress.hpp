@@ -22,25 +22,26 @@ class ProgressWorker;
 // One issued call: done (with the error it failed with, if any) once it has run, on the worker's
 // thread or on the thread that waits for it (ProgressWorker::run_if_next).
 struct PendingCall {
+  // Marks the call done; wakes a thread blocked in wait_for_worker, if there is one (a call the
+  // waiting thread ran itself costs no wake-up).
   void complete(std::exception_ptr failure) {
-    {
+    error = std::move(failure);
+    done.store(true, std::memory_order_seq_cst);
+    if (waiting.load(std::memory_order_seq_cst)) {
       const std::lock_guard lock(mutex);
-      error = std::move(failure);
-      done.store(true, std::memory_order_release);
+      finished.notify_all();
     }
-    finished.notify_all();
   }
   void wait();
   void wait_for_worker();
   // Whether the call completed within `timeout` (never runs it on this thread).
-  bool wait_done_for(std::chrono::nanoseconds timeout) {
-    std::unique_lock lock(mutex);
-    return finished.wait_for(lock, timeout,
-                             [this] { return done.load(std::memory_order_acquire); });
-  }
+  bool wait_done_for(std::chrono::nanoseconds timeout);
   std::atomic<bool> done{false};
-  std::exception_ptr error;
+  std::exception_ptr error;          // written before `done`, read after it
   ProgressWorker* worker = nullptr;  // the team's, whose queue holds the call until it runs
+  // A thread blocks on `finished` (set before it reads `done`, which complete sets before reading
+  // this: one of the two sees the other).
+  std::atomic<bool> waiting{false};
   std::mutex mutex;
   std::condition_variable finished;
 };
@@ -71,6 +72,10 @@ class ProgressWorker {
   int outstanding_ = 0;   // issued, not yet completed
   bool running_ = false;  // a call taken off the queue is running (on either thread)
   bool stopping_ = false;
+  // Who waits on the condition variables, so that nobody signals one nobody waits on (a loop of
+  // issue-and-wait then makes no system call at all).
+  bool worker_waits_ = false;
+  int drainers_ = 0;
   std::thread thread_;
 };
 

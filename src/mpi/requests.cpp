@@ -10,7 +10,8 @@
 #include <sched.h>
 
 #include <atomic>
-#include <unordered_map>
+#include <memory>
+#include <vector>
 
 #include "mpi/layer.hpp"
 #include "shm/rounds.hpp"
@@ -27,13 +28,20 @@ struct LayerRequest {
   std::function<Request()> restart;
 };
 
-// Under the SharedTables lock. An entry stays where it is until it is erased (by the thread that
-// completes or frees its request: two threads may not complete one request at once).
-std::unordered_map<MPI_Request, LayerRequest>& requests() {
-  static std::unordered_map<MPI_Request, LayerRequest> table;
-  return table;
+// Under the SharedTables lock: the requests in use, and entries kept for reuse (a call's
+// bookkeeping allocates nothing once a few have been made). An entry stays where it is while it
+// is in use (only the thread that completes or frees its request removes it: two threads may not
+// complete one request at once).
+struct Table {
+  std::vector<std::pair<MPI_Request, LayerRequest*>> in_use;
+  std::vector<LayerRequest*> kept;
+  std::vector<std::unique_ptr<LayerRequest>> all;  // owns every entry
+};
+Table& table() {
+  static Table requests;
+  return requests;
 }
-// The table's size, read without the lock: while it is 0 every completion call is the MPI's own.
+// The number in use, read without the lock: while it is 0 every completion call is the MPI's own.
 std::atomic<int> held{0};
 
 bool none_held() {
@@ -43,18 +51,37 @@ bool none_held() {
 LayerRequest* find(MPI_Request request) {
   if (request == MPI_REQUEST_NULL) return nullptr;
   const SharedTables lock;
-  const auto found = requests().find(request);
-  return found == requests().end() ? nullptr : &found->second;
+  for (const auto& [handle, entry] : table().in_use) {
+    if (handle == request) return entry;
+  }
+  return nullptr;
 }
 
 void forget(MPI_Request request) {
   const SharedTables lock;
-  if (requests().erase(request) > 0) held.fetch_sub(1, std::memory_order_acq_rel);
+  auto& in_use = table().in_use;
+  for (auto at = in_use.begin(); at != in_use.end(); ++at) {
+    if (at->first != request) continue;
+    *at->second = LayerRequest{};
+    table().kept.push_back(at->second);
+    *at = in_use.back();
+    in_use.pop_back();
+    held.fetch_sub(1, std::memory_order_acq_rel);
+    return;
+  }
 }
 
 void remember(MPI_Request request, LayerRequest entry) {
   const SharedTables lock;
-  requests().insert_or_assign(request, std::move(entry));
+  Table& requests = table();
+  if (requests.kept.empty()) {
+    requests.all.push_back(std::make_unique<LayerRequest>());
+    requests.kept.push_back(requests.all.back().get());
+  }
+  LayerRequest* slot = requests.kept.back();
+  requests.kept.pop_back();
+  *slot = std::move(entry);
+  requests.in_use.emplace_back(request, slot);
   held.fetch_add(1, std::memory_order_acq_rel);
 }
 
