@@ -73,10 +73,33 @@ thread_local bool running_a_queued_call = false;
 
 void ProgressWorker::drain() {
   if (running_a_queued_call) return;
-  std::unique_lock lock(mutex_);
-  ++drainers_;
-  idle_.wait(lock, [this] { return outstanding_ == 0; });
-  --drainers_;
+  for (;;) {
+    std::unique_lock lock(mutex_);
+    if (outstanding_ == 0) return;
+    // The calls still queued run here, in order, as the caller's wait for them (the worker may
+    // share this thread's CPU at the lowest priority).
+    if (!running_ && !queue_.empty()) {
+      auto next = std::move(queue_.front());
+      queue_.pop_front();
+      running_ = true;
+      lock.unlock();
+      run_one(std::move(next));
+      continue;
+    }
+    ++drainers_;
+    const auto ready = [this] { return outstanding_ == 0 || (!running_ && !queue_.empty()); };
+    if (shm::has_wait_idle_hook()) {
+      // As in wait_for_worker: the thread's hook runs while the worker has a call.
+      if (!idle_.wait_for(lock, std::chrono::nanoseconds(shm::kIdleHookSliceNs), ready)) {
+        lock.unlock();
+        shm::run_wait_idle_hook();
+        lock.lock();
+      }
+    } else {
+      idle_.wait(lock, ready);
+    }
+    --drainers_;
+  }
 }
 
 void ProgressWorker::run_if_next(PendingCall* call) {
@@ -108,7 +131,7 @@ void ProgressWorker::run_one(std::pair<std::function<void()>, std::shared_ptr<Pe
     --outstanding_;
     // The worker may have waited for this call to end before taking the next.
     wake_worker = worker_waits_ && !queue_.empty();
-    wake_drainers = drainers_ > 0 && outstanding_ == 0;
+    wake_drainers = drainers_ > 0;
   }
   if (wake_worker) work_.notify_one();
   if (wake_drainers) idle_.notify_all();

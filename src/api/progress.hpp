@@ -55,7 +55,8 @@ class ProgressWorker {
   ProgressWorker& operator=(const ProgressWorker&) = delete;
 
   std::shared_ptr<PendingCall> start(std::function<void()> call);
-  // Returns once every call issued so far has completed (at once inside a queued call).
+  // Returns once every call issued so far has completed, running those still queued on this
+  // thread (at once inside a queued call).
   void drain();
   // Runs `call` on this thread when it is next in line and the worker has not started it (a wait
   // right after the issue then costs what the blocking call does, not a hand-off between
