@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # A Python program as users write them with mpi4py (which initialises MPI at
-# MPI_THREAD_MULTIPLE): numpy buffers through the buffer collectives, in place and not, the
-# pickle collectives, and a split communicator. Every result is checked against a reference
+# MPI_THREAD_MULTIPLE): numpy buffers through the buffer collectives, blocking and nonblocking,
+# in place and not, the pickle collectives, and a split communicator. Every result is checked against a reference
 # computed from the inputs; one digest line per rank lets run_mpi_layer_test.sh compare runs with
 # and without the layer.
 import hashlib
@@ -57,6 +57,18 @@ def check_all(comm, salt):
         comm.Bcast(block, root=root)
         check(np.array_equal(block, values(root, count, salt)), f"Bcast {count}")
         absorb(block)
+        # Nonblocking: two outstanding, completed together, then one by Test.
+        summed = np.empty(count)
+        block = mine.copy() if rank == root else np.zeros(count)
+        requests = [comm.Iallreduce(mine, summed, op=MPI.SUM), comm.Ibcast(block, root=root)]
+        MPI.Request.Waitall(requests)
+        check(np.array_equal(summed, total), f"Iallreduce {count}")
+        check(np.array_equal(block, values(root, count, salt)), f"Ibcast {count}")
+        request = comm.Iallreduce(MPI.IN_PLACE, summed, op=MPI.MAX)
+        while not request.Test():
+            pass
+        check(np.array_equal(summed, total), f"Iallreduce in place {count}")
+        absorb(summed)
 
     # Prefix reductions on int64.
     mine = values(rank, 5, salt).astype(np.int64)
