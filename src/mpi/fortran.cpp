@@ -7,15 +7,11 @@
 // the MPI's own variables there). MPICH's mpif.h and `use mpi` bindings call the C entry points
 // already, as do its `use mpi_f08` routines with buffers; its other mpi_f08 routines call PMPI_*,
 // and are taken here by their mpi_*_f08_ symbols.
+#include "mpi/fortran.hpp"
+
 #include <dlfcn.h>
 
-#include <vector>
-
-#include "mpi/layer.hpp"
-
 using namespace shmcoll::mpi;
-
-static_assert(sizeof(MPI_Fint) == sizeof(int), "Fortran integers are C ints here");
 
 namespace {
 
@@ -24,10 +20,6 @@ namespace {
 template <typename Function>
 Function* next_definition(const char* name) {
   return reinterpret_cast<Function*>(dlsym(RTLD_NEXT, name));
-}
-
-void set_error(MPI_Fint* ierror, int result) {
-  if (ierror) *ierror = result;  // optional in mpi_f08
 }
 
 // Creates the op with the MPI's Fortran routine `name`, and remembers its function.
@@ -50,64 +42,6 @@ void free_op(MPI_Fint* op, MPI_Fint* ierror) {
 }  // namespace
 
 #if defined(OPEN_MPI)
-
-extern "C" {
-extern MPI_Fint mpi_fortran_in_place_;
-extern MPI_Fint mpi_fortran_bottom_;
-}
-
-namespace {
-
-const void* send_buffer(const void* buffer) {
-  if (buffer == &mpi_fortran_in_place_) return MPI_IN_PLACE;
-  return buffer == &mpi_fortran_bottom_ ? MPI_BOTTOM : buffer;
-}
-void* recv_buffer(void* buffer) {
-  return buffer == &mpi_fortran_bottom_ ? MPI_BOTTOM : buffer;
-}
-MPI_Comm comm_of(const MPI_Fint* comm) {
-  return MPI_Comm_f2c(*comm);
-}
-MPI_Datatype type_of(const MPI_Fint* type) {
-  return MPI_Type_f2c(*type);
-}
-MPI_Op op_of(const MPI_Fint* op) {
-  return MPI_Op_f2c(*op);
-}
-
-// Alltoallw's per-peer types (slot 0 send, 1 receive), in arrays reused from call to call.
-const MPI_Datatype* types_of(const MPI_Fint* types, MPI_Comm comm, int slot) {
-  thread_local std::vector<MPI_Datatype> converted[2];
-  int size = 0;
-  PMPI_Comm_size(comm, &size);
-  converted[slot].resize(static_cast<std::size_t>(size));
-  for (int i = 0; i < size; ++i) converted[slot][i] = MPI_Type_f2c(types[i]);
-  return converted[slot].data();
-}
-
-}  // namespace
-
-// One implementation under every name a Fortran caller may use.
-#define SHMCOLL_FORTRAN(lower, upper, parameters, arguments) \
-  static void fortran_##lower parameters;                    \
-  extern "C" {                                               \
-  void mpi_##lower##_ parameters {                           \
-    fortran_##lower arguments;                               \
-  }                                                          \
-  void mpi_##lower##__ parameters {                          \
-    fortran_##lower arguments;                               \
-  }                                                          \
-  void mpi_##lower parameters {                              \
-    fortran_##lower arguments;                               \
-  }                                                          \
-  void MPI_##upper parameters {                              \
-    fortran_##lower arguments;                               \
-  }                                                          \
-  void ompi_##lower##_f parameters {                         \
-    fortran_##lower arguments;                               \
-  }                                                          \
-  }                                                          \
-  static void fortran_##lower parameters
 
 using F = MPI_Fint;
 
@@ -286,8 +220,6 @@ SHMCOLL_FORTRAN(alltoallw, ALLTOALLW,
                           recv_counts, recv_displs, types_of(recv_types, c_comm, 1), c_comm));
 }
 
-#undef SHMCOLL_FORTRAN
-
 // Open MPI's mpi_f08 module creates ops through pmpi_op_create_, not ompi_op_create_f.
 extern "C" void mpi_op_create_f08_(MPI_User_function* function, MPI_Fint* commute, MPI_Fint* op,
                                    MPI_Fint* ierror) {
@@ -328,103 +260,6 @@ void mpi_op_create_f08_(MPI_User_function* function, MPI_Fint* commute, MPI_Fint
 
 void mpi_op_free_f08_(MPI_Fint* op, MPI_Fint* ierror) {
   free_op(op, ierror);
-}
-
-}  // extern "C"
-
-// The completion calls, which must see the layer's nonblocking and persistent requests first
-// (requests.cpp): MPICH's handles are ints and its mpi_f08 status has C's layout, so each goes
-// straight to the C entry point. Indices stay as C has them: MPICH 4.0.2's own mpi_f08 routines
-// return them 0-based (where the standard has Fortran's 1-based), and a program sees the same
-// with and without the layer.
-static_assert(sizeof(MPI_Request) == sizeof(MPI_Fint) &&
-              sizeof(MPI_F08_status) == sizeof(MPI_Status));
-
-namespace {
-
-MPI_Request* requests_of(MPI_Fint* requests) {
-  return reinterpret_cast<MPI_Request*>(requests);
-}
-MPI_Status* status_of(MPI_F08_status* status) {
-  return status == MPI_F08_STATUS_IGNORE ? MPI_STATUS_IGNORE
-                                         : reinterpret_cast<MPI_Status*>(status);
-}
-MPI_Status* statuses_of(MPI_F08_status* statuses) {
-  return statuses == MPI_F08_STATUSES_IGNORE ? MPI_STATUSES_IGNORE
-                                             : reinterpret_cast<MPI_Status*>(statuses);
-}
-// Fortran's LOGICAL (gfortran: 1 for .true.).
-void set_logical(MPI_Fint* flag, int value) {
-  *flag = value ? 1 : 0;
-}
-
-}  // namespace
-
-extern "C" {
-
-void mpi_wait_f08_(MPI_Fint* request, MPI_F08_status* status, MPI_Fint* ierror) {
-  set_error(ierror, MPI_Wait(requests_of(request), status_of(status)));
-}
-
-void mpi_test_f08_(MPI_Fint* request, MPI_Fint* flag, MPI_F08_status* status, MPI_Fint* ierror) {
-  int c_flag = 0;
-  set_error(ierror, MPI_Test(requests_of(request), &c_flag, status_of(status)));
-  set_logical(flag, c_flag);
-}
-
-void mpi_request_get_status_f08_(MPI_Fint* request, MPI_Fint* flag, MPI_F08_status* status,
-                                 MPI_Fint* ierror) {
-  int c_flag = 0;
-  set_error(ierror, MPI_Request_get_status(*requests_of(request), &c_flag, status_of(status)));
-  set_logical(flag, c_flag);
-}
-
-void mpi_waitall_f08_(MPI_Fint* count, MPI_Fint* requests, MPI_F08_status* statuses,
-                      MPI_Fint* ierror) {
-  set_error(ierror, MPI_Waitall(*count, requests_of(requests), statuses_of(statuses)));
-}
-
-void mpi_testall_f08_(MPI_Fint* count, MPI_Fint* requests, MPI_Fint* flag, MPI_F08_status* statuses,
-                      MPI_Fint* ierror) {
-  int c_flag = 0;
-  set_error(ierror, MPI_Testall(*count, requests_of(requests), &c_flag, statuses_of(statuses)));
-  set_logical(flag, c_flag);
-}
-
-void mpi_waitany_f08_(MPI_Fint* count, MPI_Fint* requests, MPI_Fint* index, MPI_F08_status* status,
-                      MPI_Fint* ierror) {
-  set_error(ierror, MPI_Waitany(*count, requests_of(requests), index, status_of(status)));
-}
-
-void mpi_testany_f08_(MPI_Fint* count, MPI_Fint* requests, MPI_Fint* index, MPI_Fint* flag,
-                      MPI_F08_status* status, MPI_Fint* ierror) {
-  int c_flag = 0;
-  set_error(ierror, MPI_Testany(*count, requests_of(requests), index, &c_flag, status_of(status)));
-  set_logical(flag, c_flag);
-}
-
-void mpi_waitsome_f08_(MPI_Fint* incount, MPI_Fint* requests, MPI_Fint* outcount, MPI_Fint* indices,
-                       MPI_F08_status* statuses, MPI_Fint* ierror) {
-  set_error(ierror, MPI_Waitsome(*incount, requests_of(requests), outcount, indices,
-                                 statuses_of(statuses)));
-}
-
-void mpi_testsome_f08_(MPI_Fint* incount, MPI_Fint* requests, MPI_Fint* outcount, MPI_Fint* indices,
-                       MPI_F08_status* statuses, MPI_Fint* ierror) {
-  set_error(ierror, MPI_Testsome(*incount, requests_of(requests), outcount, indices,
-                                 statuses_of(statuses)));
-}
-
-void mpi_request_free_f08_(MPI_Fint* request, MPI_Fint* ierror) {
-  set_error(ierror, MPI_Request_free(requests_of(request)));
-}
-
-void mpi_start_f08_(MPI_Fint* request, MPI_Fint* ierror) {
-  set_error(ierror, MPI_Start(requests_of(request)));
-}
-
-void mpi_startall_f08_(MPI_Fint* count, MPI_Fint* requests, MPI_Fint* ierror) {
-  set_error(ierror, MPI_Startall(*count, requests_of(requests)));
 }
 
 }  // extern "C"

@@ -290,8 +290,7 @@ contains
     call MPI_Type_free(row IERR)
   end subroutine
 
-  ! Nonblocking collectives completed by wait, waitall, test and waitany (MPICH's bindings reach
-  ! the layer's; Open MPI's call its own MPI directly).
+  ! Nonblocking collectives completed by wait, waitall, waitany, testall and test.
   subroutine check_nonblocking(comm)
     HANDLE(MPI_Comm), intent(in) :: comm
     HANDLE(MPI_Request) :: requests(3)
@@ -300,7 +299,7 @@ contains
     logical :: done
     call MPI_Comm_rank(comm, rank IERR)
     call MPI_Comm_size(comm, size IERR)
-    do round = 1, 3
+    do round = 1, 4
       a = [(input(rank, i) + round, i = 1, n)]
       want = 0
       do r = 0, size - 1
@@ -322,6 +321,11 @@ contains
           call MPI_Waitany(3, requests, index, MPI_STATUS_IGNORE IERR)
           ! (1-based as the standard has it; MPICH 4.0.2's mpi_f08 returns C's 0-based index)
           call check(index >= 0 .and. index <= 3, 'waitany index')
+        end do
+      else if (round == 3) then
+        done = .false.
+        do while (.not. done)
+          call MPI_Testall(3, requests, done, MPI_STATUSES_IGNORE IERR)
         end do
       else
         do i = 1, 3
