@@ -21,6 +21,27 @@ void set_request(F* request, MPI_Request c_request) {
   *request = MPI_Request_c2f(c_request);
 }
 
+// Issues a nonblocking call (`call` fills in the C request) and hands Fortran its request and
+// result.
+template <typename Call>
+void issue(F* request, F* ierror, Call&& call) {
+  MPI_Request c_request = MPI_REQUEST_NULL;
+  set_error(ierror, call(&c_request));
+  set_request(request, c_request);
+}
+
+// The reductions of `count` elements to every rank or in parts (allreduce, reduce_scatter_block,
+// scan, exscan), which take the same arguments.
+using CountReduction = int (*)(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm,
+                               MPI_Request*);
+void reduction(CountReduction call, void* send, void* recv, F* count, F* type, F* op, F* comm,
+               F* request, F* ierror) {
+  issue(request, ierror, [&](MPI_Request* c_request) {
+    return call(send_buffer(send), recv_buffer(recv), *count, type_of(type), op_of(op),
+                comm_of(comm), c_request);
+  });
+}
+
 // A Fortran status and its C counterpart, converted back on destruction.
 class Status {
  public:
@@ -86,73 +107,59 @@ void to_fortran_index(F* index) {
 }  // namespace
 
 SHMCOLL_FORTRAN(ibarrier, IBARRIER, (F * comm, F* request, F* ierror), (comm, request, ierror)) {
-  MPI_Request c_request = MPI_REQUEST_NULL;
-  set_error(ierror, MPI_Ibarrier(comm_of(comm), &c_request));
-  set_request(request, c_request);
+  issue(request, ierror,
+        [&](MPI_Request* c_request) { return MPI_Ibarrier(comm_of(comm), c_request); });
 }
 
 SHMCOLL_FORTRAN(ibcast, IBCAST,
                 (void* buffer, F* count, F* type, F* root, F* comm, F* request, F* ierror),
                 (buffer, count, type, root, comm, request, ierror)) {
-  MPI_Request c_request = MPI_REQUEST_NULL;
-  set_error(ierror, MPI_Ibcast(recv_buffer(buffer), *count, type_of(type), *root, comm_of(comm),
-                               &c_request));
-  set_request(request, c_request);
+  issue(request, ierror, [&](MPI_Request* c_request) {
+    return MPI_Ibcast(recv_buffer(buffer), *count, type_of(type), *root, comm_of(comm), c_request);
+  });
 }
 
 SHMCOLL_FORTRAN(ireduce, IREDUCE,
                 (void* send, void* recv, F* count, F* type, F* op, F* root, F* comm, F* request,
                  F* ierror),
                 (send, recv, count, type, op, root, comm, request, ierror)) {
-  MPI_Request c_request = MPI_REQUEST_NULL;
-  set_error(ierror, MPI_Ireduce(send_buffer(send), recv_buffer(recv), *count, type_of(type),
-                                op_of(op), *root, comm_of(comm), &c_request));
-  set_request(request, c_request);
+  issue(request, ierror, [&](MPI_Request* c_request) {
+    return MPI_Ireduce(send_buffer(send), recv_buffer(recv), *count, type_of(type), op_of(op),
+                       *root, comm_of(comm), c_request);
+  });
 }
 
 SHMCOLL_FORTRAN(iallreduce, IALLREDUCE,
                 (void* send, void* recv, F* count, F* type, F* op, F* comm, F* request, F* ierror),
                 (send, recv, count, type, op, comm, request, ierror)) {
-  MPI_Request c_request = MPI_REQUEST_NULL;
-  set_error(ierror, MPI_Iallreduce(send_buffer(send), recv_buffer(recv), *count, type_of(type),
-                                   op_of(op), comm_of(comm), &c_request));
-  set_request(request, c_request);
+  reduction(MPI_Iallreduce, send, recv, count, type, op, comm, request, ierror);
 }
 
 SHMCOLL_FORTRAN(ireduce_scatter, IREDUCE_SCATTER,
                 (void* send, void* recv, F* counts, F* type, F* op, F* comm, F* request, F* ierror),
                 (send, recv, counts, type, op, comm, request, ierror)) {
-  MPI_Request c_request = MPI_REQUEST_NULL;
-  set_error(ierror, MPI_Ireduce_scatter(send_buffer(send), recv_buffer(recv), counts, type_of(type),
-                                        op_of(op), comm_of(comm), &c_request));
-  set_request(request, c_request);
+  issue(request, ierror, [&](MPI_Request* c_request) {
+    return MPI_Ireduce_scatter(send_buffer(send), recv_buffer(recv), counts, type_of(type),
+                               op_of(op), comm_of(comm), c_request);
+  });
 }
 
 SHMCOLL_FORTRAN(ireduce_scatter_block, IREDUCE_SCATTER_BLOCK,
                 (void* send, void* recv, F* count, F* type, F* op, F* comm, F* request, F* ierror),
                 (send, recv, count, type, op, comm, request, ierror)) {
-  MPI_Request c_request = MPI_REQUEST_NULL;
-  set_error(ierror, MPI_Ireduce_scatter_block(send_buffer(send), recv_buffer(recv), *count,
-                                              type_of(type), op_of(op), comm_of(comm), &c_request));
-  set_request(request, c_request);
+  reduction(MPI_Ireduce_scatter_block, send, recv, count, type, op, comm, request, ierror);
 }
 
 SHMCOLL_FORTRAN(iscan, ISCAN,
                 (void* send, void* recv, F* count, F* type, F* op, F* comm, F* request, F* ierror),
                 (send, recv, count, type, op, comm, request, ierror)) {
-  MPI_Request c_request = MPI_REQUEST_NULL;
-  set_error(ierror, MPI_Iscan(send_buffer(send), recv_buffer(recv), *count, type_of(type),
-                              op_of(op), comm_of(comm), &c_request));
-  set_request(request, c_request);
+  reduction(MPI_Iscan, send, recv, count, type, op, comm, request, ierror);
 }
 
 SHMCOLL_FORTRAN(iexscan, IEXSCAN,
                 (void* send, void* recv, F* count, F* type, F* op, F* comm, F* request, F* ierror),
                 (send, recv, count, type, op, comm, request, ierror)) {
-  MPI_Request c_request = MPI_REQUEST_NULL;
-  set_error(ierror, MPI_Iexscan(send_buffer(send), recv_buffer(recv), *count, type_of(type),
-                                op_of(op), comm_of(comm), &c_request));
-  set_request(request, c_request);
+  reduction(MPI_Iexscan, send, recv, count, type, op, comm, request, ierror);
 }
 
 SHMCOLL_FORTRAN(iscatter, ISCATTER,
@@ -160,13 +167,12 @@ SHMCOLL_FORTRAN(iscatter, ISCATTER,
                  F* root, F* comm, F* request, F* ierror),
                 (send, send_count, send_type, recv, recv_count, recv_type, root, comm, request,
                  ierror)) {
-  MPI_Request c_request = MPI_REQUEST_NULL;
-  set_error(ierror,
-            MPI_Iscatter(send_buffer(send), *send_count, type_of(send_type),
-                         // The receive buffer is MPI_IN_PLACE at the root of an in-place call.
-                         const_cast<void*>(send_buffer(recv)), *recv_count, type_of(recv_type),
-                         *root, comm_of(comm), &c_request));
-  set_request(request, c_request);
+  issue(request, ierror, [&](MPI_Request* c_request) {
+    // The receive buffer is MPI_IN_PLACE at the root of an in-place call.
+    return MPI_Iscatter(send_buffer(send), *send_count, type_of(send_type),
+                        const_cast<void*>(send_buffer(recv)), *recv_count, type_of(recv_type),
+                        *root, comm_of(comm), c_request);
+  });
 }
 
 SHMCOLL_FORTRAN(iscatterv, ISCATTERV,
@@ -174,11 +180,11 @@ SHMCOLL_FORTRAN(iscatterv, ISCATTERV,
                  F* recv_type, F* root, F* comm, F* request, F* ierror),
                 (send, send_counts, displs, send_type, recv, recv_count, recv_type, root, comm,
                  request, ierror)) {
-  MPI_Request c_request = MPI_REQUEST_NULL;
-  set_error(ierror, MPI_Iscatterv(send_buffer(send), send_counts, displs, type_of(send_type),
-                                  const_cast<void*>(send_buffer(recv)), *recv_count,
-                                  type_of(recv_type), *root, comm_of(comm), &c_request));
-  set_request(request, c_request);
+  issue(request, ierror, [&](MPI_Request* c_request) {
+    return MPI_Iscatterv(send_buffer(send), send_counts, displs, type_of(send_type),
+                         const_cast<void*>(send_buffer(recv)), *recv_count, type_of(recv_type),
+                         *root, comm_of(comm), c_request);
+  });
 }
 
 SHMCOLL_FORTRAN(igather, IGATHER,
@@ -186,11 +192,10 @@ SHMCOLL_FORTRAN(igather, IGATHER,
                  F* root, F* comm, F* request, F* ierror),
                 (send, send_count, send_type, recv, recv_count, recv_type, root, comm, request,
                  ierror)) {
-  MPI_Request c_request = MPI_REQUEST_NULL;
-  set_error(ierror,
-            MPI_Igather(send_buffer(send), *send_count, type_of(send_type), recv_buffer(recv),
-                        *recv_count, type_of(recv_type), *root, comm_of(comm), &c_request));
-  set_request(request, c_request);
+  issue(request, ierror, [&](MPI_Request* c_request) {
+    return MPI_Igather(send_buffer(send), *send_count, type_of(send_type), recv_buffer(recv),
+                       *recv_count, type_of(recv_type), *root, comm_of(comm), c_request);
+  });
 }
 
 SHMCOLL_FORTRAN(igatherv, IGATHERV,
@@ -198,22 +203,20 @@ SHMCOLL_FORTRAN(igatherv, IGATHERV,
                  F* recv_type, F* root, F* comm, F* request, F* ierror),
                 (send, send_count, send_type, recv, recv_counts, displs, recv_type, root, comm,
                  request, ierror)) {
-  MPI_Request c_request = MPI_REQUEST_NULL;
-  set_error(ierror, MPI_Igatherv(send_buffer(send), *send_count, type_of(send_type),
-                                 recv_buffer(recv), recv_counts, displs, type_of(recv_type), *root,
-                                 comm_of(comm), &c_request));
-  set_request(request, c_request);
+  issue(request, ierror, [&](MPI_Request* c_request) {
+    return MPI_Igatherv(send_buffer(send), *send_count, type_of(send_type), recv_buffer(recv),
+                        recv_counts, displs, type_of(recv_type), *root, comm_of(comm), c_request);
+  });
 }
 
 SHMCOLL_FORTRAN(iallgather, IALLGATHER,
                 (void* send, F* send_count, F* send_type, void* recv, F* recv_count, F* recv_type,
                  F* comm, F* request, F* ierror),
                 (send, send_count, send_type, recv, recv_count, recv_type, comm, request, ierror)) {
-  MPI_Request c_request = MPI_REQUEST_NULL;
-  set_error(ierror,
-            MPI_Iallgather(send_buffer(send), *send_count, type_of(send_type), recv_buffer(recv),
-                           *recv_count, type_of(recv_type), comm_of(comm), &c_request));
-  set_request(request, c_request);
+  issue(request, ierror, [&](MPI_Request* c_request) {
+    return MPI_Iallgather(send_buffer(send), *send_count, type_of(send_type), recv_buffer(recv),
+                          *recv_count, type_of(recv_type), comm_of(comm), c_request);
+  });
 }
 
 SHMCOLL_FORTRAN(iallgatherv, IALLGATHERV,
@@ -221,22 +224,20 @@ SHMCOLL_FORTRAN(iallgatherv, IALLGATHERV,
                  F* recv_type, F* comm, F* request, F* ierror),
                 (send, send_count, send_type, recv, recv_counts, displs, recv_type, comm, request,
                  ierror)) {
-  MPI_Request c_request = MPI_REQUEST_NULL;
-  set_error(ierror,
-            MPI_Iallgatherv(send_buffer(send), *send_count, type_of(send_type), recv_buffer(recv),
-                            recv_counts, displs, type_of(recv_type), comm_of(comm), &c_request));
-  set_request(request, c_request);
+  issue(request, ierror, [&](MPI_Request* c_request) {
+    return MPI_Iallgatherv(send_buffer(send), *send_count, type_of(send_type), recv_buffer(recv),
+                           recv_counts, displs, type_of(recv_type), comm_of(comm), c_request);
+  });
 }
 
 SHMCOLL_FORTRAN(ialltoall, IALLTOALL,
                 (void* send, F* send_count, F* send_type, void* recv, F* recv_count, F* recv_type,
                  F* comm, F* request, F* ierror),
                 (send, send_count, send_type, recv, recv_count, recv_type, comm, request, ierror)) {
-  MPI_Request c_request = MPI_REQUEST_NULL;
-  set_error(ierror,
-            MPI_Ialltoall(send_buffer(send), *send_count, type_of(send_type), recv_buffer(recv),
-                          *recv_count, type_of(recv_type), comm_of(comm), &c_request));
-  set_request(request, c_request);
+  issue(request, ierror, [&](MPI_Request* c_request) {
+    return MPI_Ialltoall(send_buffer(send), *send_count, type_of(send_type), recv_buffer(recv),
+                         *recv_count, type_of(recv_type), comm_of(comm), c_request);
+  });
 }
 
 SHMCOLL_FORTRAN(ialltoallv, IALLTOALLV,
@@ -244,11 +245,11 @@ SHMCOLL_FORTRAN(ialltoallv, IALLTOALLV,
                  F* recv_counts, F* recv_displs, F* recv_type, F* comm, F* request, F* ierror),
                 (send, send_counts, send_displs, send_type, recv, recv_counts, recv_displs,
                  recv_type, comm, request, ierror)) {
-  MPI_Request c_request = MPI_REQUEST_NULL;
-  set_error(ierror, MPI_Ialltoallv(send_buffer(send), send_counts, send_displs, type_of(send_type),
-                                   recv_buffer(recv), recv_counts, recv_displs, type_of(recv_type),
-                                   comm_of(comm), &c_request));
-  set_request(request, c_request);
+  issue(request, ierror, [&](MPI_Request* c_request) {
+    return MPI_Ialltoallv(send_buffer(send), send_counts, send_displs, type_of(send_type),
+                          recv_buffer(recv), recv_counts, recv_displs, type_of(recv_type),
+                          comm_of(comm), c_request);
+  });
 }
 
 SHMCOLL_FORTRAN(ialltoallw, IALLTOALLW,
@@ -260,11 +261,11 @@ SHMCOLL_FORTRAN(ialltoallw, IALLTOALLW,
   const void* c_send = send_buffer(send);
   const MPI_Datatype* c_send_types =
       c_send == MPI_IN_PLACE ? nullptr : types_of(send_types, c_comm, 0);
-  MPI_Request c_request = MPI_REQUEST_NULL;
-  set_error(ierror, MPI_Ialltoallw(c_send, send_counts, send_displs, c_send_types,
-                                   recv_buffer(recv), recv_counts, recv_displs,
-                                   types_of(recv_types, c_comm, 1), c_comm, &c_request));
-  set_request(request, c_request);
+  issue(request, ierror, [&](MPI_Request* c_request) {
+    return MPI_Ialltoallw(c_send, send_counts, send_displs, c_send_types, recv_buffer(recv),
+                          recv_counts, recv_displs, types_of(recv_types, c_comm, 1), c_comm,
+                          c_request);
+  });
 }
 
 SHMCOLL_FORTRAN(wait, WAIT, (F * request, F* status, F* ierror), (request, status, ierror)) {
