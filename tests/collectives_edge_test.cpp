@@ -148,6 +148,40 @@ TEST(CollectiveEdges, MultiMebibyteMessages) {
   }
 }
 
+// A slot block that already holds a call's bytes is left as it is (coll/store.hpp): calls on one
+// buffer whose data changes in a single element, at the start, the middle or the end of a 4 KiB
+// block, or not at all, must each deliver exactly the new data.
+TEST(CollectiveEdges, RepeatedCallsDeliverEachChangedElement) {
+  for (int p : {2, 3}) {
+    auto* shared = shmcoll::testing::shared_block<Shared>();
+    shmcoll::run(p, {}, [&](Team& team) {
+      constexpr std::size_t kCount = 100'000;  // 400 KB: several 4 KiB blocks, a slot or two
+      const int me = team.rank(), root = p - 1;
+      std::vector<std::int32_t> data = values(root, kCount), gathered(kCount * p), mine(kCount);
+      const std::size_t changed[] = {0, 1023, 1024, 50'000, kCount - 1, kCount};  // kCount: none
+      for (std::size_t at : changed) {
+        std::vector<std::int32_t> want = values(root, kCount);
+        if (at < kCount) want[at] = -7 - static_cast<std::int32_t>(at);
+        if (me == root) data = want;
+        team.bcast(data.data(), kCount, Dtype::i32, root);
+        EXPECT_IN_RANK(data == want, "bcast after a change of one element");
+        mine = values(me, kCount);
+        if (at < kCount) mine[at] = -7 - me;
+        team.allgather(mine.data(), kCount, Dtype::i32, gathered.data(), kCount, Dtype::i32);
+        for (int r = 0; r < p; ++r) {
+          bool same = true;
+          for (std::size_t i = 0; i < kCount; ++i) {
+            const std::int32_t expect = at < kCount && i == at ? -7 - r : value(r, i);
+            same = same && gathered[r * kCount + i] == expect;
+          }
+          EXPECT_IN_RANK(same, "allgather after a change of one element");
+        }
+      }
+    });
+    EXPECT_EQ(shared->failures.load(), 0) << "p = " << p;
+  }
+}
+
 TEST(CollectiveEdges, ExscanLeavesRankZeroUntouched) {
   auto* shared = shmcoll::testing::shared_block<Shared>();
   shmcoll::run(3, {}, [&](Team& team) {

@@ -5,6 +5,7 @@
 
 #include "coll/chunks.hpp"
 #include "coll/collectives.hpp"
+#include "coll/store.hpp"
 #include "coll/tree_steps.hpp"
 
 namespace shmcoll::coll {
@@ -41,7 +42,7 @@ void bcast_pipelined(Context& ctx, const Block& data, std::size_t bytes, std::ui
     const std::uint32_t round = rounds.begin();
     if (rounds.rank() == root) {
       rounds.wait_slot_free(round);
-      data.type->pack_range(data.base, data.count, first, n, rounds.slot(root, round));
+      pack_into_slot(data, first, n, rounds.slot(root, round));
       rounds.publish(round);
       return;
     }

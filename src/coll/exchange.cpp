@@ -4,6 +4,7 @@
 #include <cstring>
 #include <optional>
 
+#include "coll/store.hpp"
 #include "util/fail.hpp"
 
 namespace shmcoll::coll {
@@ -169,8 +170,7 @@ class Exchange {
             std::uint64_t(block.base + block.type->lb() - rounds_.segment().heap(me_));
         std::memcpy(slot + region * geometry_.slot_region, &offset, sizeof offset);
       } else {
-        block.type->pack_range(block.base, block.count, 0, geometry_.slot_region,
-                               slot + region * geometry_.slot_region);
+        pack_into_slot(block, 0, geometry_.slot_region, slot + region * geometry_.slot_region);
       }
     });
     rounds_.publish_message(round, line, line_bytes);
@@ -263,8 +263,7 @@ class Exchange {
       std::byte* slot = rounds_.slot(me_, round);
       for_each_outgoing([&](const Block& block, std::uint32_t region) {
         if (block.bytes() <= offset) return;
-        block.type->pack_range(block.base, block.count, offset, geometry_.slot_region,
-                               slot + region * geometry_.slot_region);
+        pack_into_slot(block, offset, geometry_.slot_region, slot + region * geometry_.slot_region);
       });
     }
     if (mode_ != in_lines || k >= my_rounds_) rounds_.publish(round);
