@@ -2,6 +2,7 @@
 
 #include "coll/chunks.hpp"
 #include "coll/collectives.hpp"
+#include "coll/store.hpp"
 #include "coll/tree_steps.hpp"
 #include "ops/reduce.hpp"
 
@@ -56,7 +57,7 @@ void allreduce_all_read(Context& ctx, const std::byte* send, std::byte* recv, st
     const std::size_t offset = first * element_bytes;
     const std::uint32_t round = rounds.begin();
     rounds.wait_slot_free(round);
-    std::memcpy(rounds.slot(me, round), send + offset, n * element_bytes);
+    store_changes(rounds.slot(me, round), send + offset, n * element_bytes);
     rounds.publish(round);
     reduce_all_slots(ctx, round, send + offset, recv + offset, n, dtype, op, rounds.size());
   });

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "coll/store.hpp"
 #include "ops/reduce.hpp"
 
 namespace shmcoll::coll {
@@ -43,8 +44,8 @@ std::uint32_t reduce_own_slice(Context& ctx, const std::byte* send, std::size_t 
   for (std::uint32_t peer = 0; peer < size; ++peer) {
     const Slice slice = slice_of(count, size, peer, element_bytes);
     if (peer == me || slice.count == 0) continue;
-    std::memcpy(my_copy + slice.first * element_bytes, send + slice.first * element_bytes,
-                slice.count * element_bytes);
+    store_changes(my_copy + slice.first * element_bytes, send + slice.first * element_bytes,
+                  slice.count * element_bytes);
   }
   rounds.publish(copy_round);
 

@@ -4,6 +4,7 @@
 
 #include "coll/chunks.hpp"
 #include "coll/collectives.hpp"
+#include "coll/store.hpp"
 #include "coll/tree_steps.hpp"
 
 namespace shmcoll::coll {
@@ -37,7 +38,7 @@ void reduce_root_reads(Context& ctx, const std::byte* send, std::byte* recv, std
     const std::uint32_t round = rounds.begin();
     if (me != root) {
       rounds.wait_slot_free(round);
-      std::memcpy(rounds.slot(me, round), send + offset, n * element_bytes);
+      store_changes(rounds.slot(me, round), send + offset, n * element_bytes);
       rounds.publish(round);
       return;
     }

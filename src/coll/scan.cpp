@@ -6,6 +6,7 @@
 
 #include "coll/chunks.hpp"
 #include "coll/collectives.hpp"
+#include "coll/store.hpp"
 #include "coll/tree_steps.hpp"
 #include "ops/reduce.hpp"
 
@@ -39,7 +40,7 @@ void scan_chunks(Context& ctx, const std::byte* in, std::byte* out, std::size_t 
     const std::uint32_t round = rounds.begin();
     if (me + 1 < rounds.size()) {
       rounds.wait_slot_free(round);
-      std::memcpy(rounds.slot(me, round), in + offset, n * element_bytes);
+      store_changes(rounds.slot(me, round), in + offset, n * element_bytes);
     }
     rounds.publish(round);
     reduce_all_slots(ctx, round, in + offset, out + offset, n, dtype, op, contributors);
