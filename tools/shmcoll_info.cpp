@@ -182,6 +182,16 @@ void print_text(const ordered_json& info) {
 
 }  // namespace
 
+// Every environment variable as a markdown table: docs/tunables.md holds this output (a test
+// compares the two), so the page and this program cannot drift apart.
+void print_variables_markdown() {
+  std::printf("| variable | default | meaning | read by |\n|---|---|---|---|\n");
+  for (const auto& variable : shmcoll::detail::environment_variables()) {
+    std::printf("| `%s` | %s | %s | %s |\n", variable.name, variable.default_value.c_str(),
+                variable.meaning, variable.group);
+  }
+}
+
 int main(int argc, char** argv) {
   CLI::App app{
       "What this shmcoll is and what it will do on this machine: version, build, SIMD level, "
@@ -193,7 +203,14 @@ int main(int argc, char** argv) {
   app.add_option("-n,--np", ranks, "team size for the selection table (default: one per core)")
       ->check(CLI::Range(1, 65536));
   app.add_flag("--json", json, "print everything as one JSON object, for scripts");
+  bool variables_markdown = false;
+  app.add_flag("--variables-markdown", variables_markdown,
+               "print only the environment variables, as the markdown table of docs/tunables.md");
   CLI11_PARSE(app, argc, argv);
+  if (variables_markdown) {
+    print_variables_markdown();
+    return 0;
+  }
   try {
     if (ranks == 0) ranks = shmcoll::topo::Topology::shared().core_count();
     const ordered_json info = describe(ranks);

@@ -71,8 +71,8 @@ void print_tree(const Tree& tree, const std::string& hierarchy) {
   }
   const shmcoll::topo::CostModel model;
   std::printf(
-      "\ncost model, small allreduce/barrier critical path in cross-core handoffs h (README, "
-      "Benchmarks): tree %.1f h, flat %.1f h\n",
+      "\ncost model, small allreduce/barrier critical path in cross-core handoffs h "
+      "(docs/performance-details.md, Cost model): tree %.1f h, flat %.1f h\n",
       model.tree_handoffs(tree), model.flat_handoffs(tree));
   std::printf("\ntree (each rank under its parent, with the level that links them)\n");
   print_subtree(tree, Tree::root(), 2);

@@ -1,4 +1,4 @@
-// The measurement behind the SIMD dispatch choice (README, Operators): a k-ary f32 sum and i16 max
+// The measurement behind the SIMD dispatch choice (docs/performance-details.md, Operators): a k-ary f32 sum and i16 max
 // written for Google Highway's dynamic dispatch, timed beside shmcoll's kernels (plain loops that
 // GCC vectorizes under target_clones) at 2 and 8 inputs. Built only when libhwy-dev is installed:
 //   apt-get install -y libhwy-dev && cmake --preset release && build/bin/shmcoll-simd-probe

@@ -78,7 +78,7 @@ struct SHMCOLL_API Placement {
 
 struct Options {
   // Bytes of each of a rank's two data slots; rounded up to whole pages. 0: SHMCOLL_SLOT_BYTES or
-  // the built-in default (see README, Tunables).
+  // the built-in default (see docs/tunables.md).
   std::size_t slot_bytes = 0;
   // Bytes of each rank's heap, which Team::allocate hands out (whole pages; only what is used
   // takes memory). 0: SHMCOLL_HEAP_BYTES or the built-in default.

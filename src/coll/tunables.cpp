@@ -13,7 +13,7 @@ namespace shmcoll::coll {
 
 namespace {
 
-// Defaults and the measurement behind each (2-core AMD EPYC VM, see README, Benchmarks).
+// Defaults and the measurement behind each (2-core AMD EPYC VM, see docs/performance.md).
 constexpr TunableInfo kTunables[] = {
     {"SHMCOLL_SLOT_BYTES", "0",
      "bytes of each of a rank's two data slots (= pipeline chunk); memory is 2 * size * slot; 0: "

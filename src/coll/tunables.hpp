@@ -1,5 +1,5 @@
 // Every tunable and the algorithm selection table, in one place. Each tunable has an environment
-// variable; README's Tunables section and `tunable_table()` list them with their defaults.
+// variable; docs/tunables.md (through shmcoll-info) and `tunable_table()` list them with their defaults.
 #pragma once
 
 #include <array>

@@ -1,4 +1,4 @@
-// The PMPI drop-in layer (README, "From MPI"): MPI calls on a communicator whose members share
+// The PMPI drop-in layer (docs/mpi-layer.md): MPI calls on a communicator whose members share
 // this node run on a shmcoll team cached on the communicator; everything else goes to PMPI. Built
 // once per MPI (the ABIs differ), from the same sources.
 #pragma once

@@ -1,6 +1,7 @@
 // The latency model for small collectives over a tree, in units of one cross-core handoff `h`
-// of a message line (measured by every shmcoll-bench run as the two-rank line exchange). README,
-// Benchmarks, explains the constants; shmcoll-topo prints the model for any shape.
+// of a message line (measured by every shmcoll-bench run as the two-rank line exchange).
+// docs/performance-details.md, Cost model, explains the constants; shmcoll-topo prints the model
+// for any shape.
 #pragma once
 
 #include "topo/tree.hpp"
