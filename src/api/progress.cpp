@@ -17,22 +17,29 @@ ProgressWorker::~ProgressWorker() {
   thread_.join();
 }
 
+namespace {
+
+// Waits on `condition` until `ready`. Where the thread has an idle hook (an MPI's progress), it
+// runs every slice of the wait, as in a wait of shm::Rounds: the call waited for may need a peer
+// that waits on this rank's MPI.
+template <typename Ready>
+void wait_with_idle_hook(std::condition_variable& condition, std::unique_lock<std::mutex>& lock,
+                         Ready ready) {
+  if (!shm::has_wait_idle_hook()) return condition.wait(lock, ready);
+  while (!condition.wait_for(lock, std::chrono::nanoseconds(shm::kIdleHookSliceNs), ready)) {
+    lock.unlock();
+    shm::run_wait_idle_hook();
+    lock.lock();
+  }
+}
+
+}  // namespace
+
 void PendingCall::wait_for_worker() {
   if (!done.load(std::memory_order_acquire)) {
     std::unique_lock lock(mutex);
     waiting.store(true, std::memory_order_seq_cst);
-    const auto is_done = [this] { return done.load(std::memory_order_seq_cst); };
-    if (shm::has_wait_idle_hook()) {
-      // The thread's hook (an MPI's progress) runs while the worker has the call, as in a wait
-      // of the call's own.
-      while (!finished.wait_for(lock, std::chrono::nanoseconds(shm::kIdleHookSliceNs), is_done)) {
-        lock.unlock();
-        shm::run_wait_idle_hook();
-        lock.lock();
-      }
-    } else {
-      finished.wait(lock, is_done);
-    }
+    wait_with_idle_hook(finished, lock, [this] { return done.load(std::memory_order_seq_cst); });
   }
   if (error) std::rethrow_exception(error);
 }
@@ -79,42 +86,36 @@ void ProgressWorker::drain() {
     // The calls still queued run here, in order, as the caller's wait for them (the worker may
     // share this thread's CPU at the lowest priority).
     if (!running_ && !queue_.empty()) {
-      auto next = std::move(queue_.front());
-      queue_.pop_front();
-      running_ = true;
+      Queued next = take_next();
       lock.unlock();
       run_one(std::move(next));
       continue;
     }
     ++drainers_;
-    const auto ready = [this] { return outstanding_ == 0 || (!running_ && !queue_.empty()); };
-    if (shm::has_wait_idle_hook()) {
-      // As in wait_for_worker: the thread's hook runs while the worker has a call.
-      if (!idle_.wait_for(lock, std::chrono::nanoseconds(shm::kIdleHookSliceNs), ready)) {
-        lock.unlock();
-        shm::run_wait_idle_hook();
-        lock.lock();
-      }
-    } else {
-      idle_.wait(lock, ready);
-    }
+    wait_with_idle_hook(idle_, lock,
+                        [this] { return outstanding_ == 0 || (!running_ && !queue_.empty()); });
     --drainers_;
   }
 }
 
+ProgressWorker::Queued ProgressWorker::take_next() {
+  Queued next = std::move(queue_.front());
+  queue_.pop_front();
+  running_ = true;
+  return next;
+}
+
 void ProgressWorker::run_if_next(PendingCall* call) {
-  std::pair<std::function<void()>, std::shared_ptr<PendingCall>> next;
+  Queued next;
   {
     const std::lock_guard lock(mutex_);
     if (running_ || queue_.empty() || queue_.front().second.get() != call) return;
-    next = std::move(queue_.front());
-    queue_.pop_front();
-    running_ = true;
+    next = take_next();
   }
   run_one(std::move(next));
 }
 
-void ProgressWorker::run_one(std::pair<std::function<void()>, std::shared_ptr<PendingCall>> next) {
+void ProgressWorker::run_one(Queued next) {
   std::exception_ptr failure;
   running_a_queued_call = true;
   try {
@@ -144,16 +145,14 @@ void ProgressWorker::run() {
   // a share, so a call progresses while the program spins on something else.
   setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
   for (;;) {
-    std::pair<std::function<void()>, std::shared_ptr<PendingCall>> next;
+    Queued next;
     {
       std::unique_lock lock(mutex_);
       worker_waits_ = true;
       work_.wait(lock, [this] { return !running_ && (stopping_ || !queue_.empty()); });
       worker_waits_ = false;
       if (queue_.empty()) return;  // stopping, and nothing left to run
-      next = std::move(queue_.front());
-      queue_.pop_front();
-      running_ = true;
+      next = take_next();
     }
     run_one(std::move(next));
   }

@@ -64,12 +64,15 @@ class ProgressWorker {
   void run_if_next(PendingCall* call);
 
  private:
+  using Queued = std::pair<std::function<void()>, std::shared_ptr<PendingCall>>;
   void run();
+  // The call at the queue's front, taken off it and marked running (under mutex_).
+  Queued take_next();
   // Runs one call taken off the queue and marks it complete.
-  void run_one(std::pair<std::function<void()>, std::shared_ptr<PendingCall>> next);
+  void run_one(Queued next);
   std::mutex mutex_;
   std::condition_variable work_, idle_;
-  std::deque<std::pair<std::function<void()>, std::shared_ptr<PendingCall>>> queue_;
+  std::deque<Queued> queue_;
   int outstanding_ = 0;   // issued, not yet completed
   bool running_ = false;  // a call taken off the queue is running (on either thread)
   bool stopping_ = false;
