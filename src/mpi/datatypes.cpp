@@ -106,16 +106,19 @@ std::optional<Datatype> decode_derived(MPI_Datatype type, int combiner, int int_
   }
 }
 
+// Named types, and Fortran's parameterized ones (MPI_Type_create_f90_*), which are basic types as
+// named ones are: neither is made from other types, and neither is ever freed.
+bool is_basic(int combiner) {
+  return combiner == MPI_COMBINER_NAMED || combiner == MPI_COMBINER_F90_REAL ||
+         combiner == MPI_COMBINER_F90_COMPLEX || combiner == MPI_COMBINER_F90_INTEGER;
+}
+
 // The decoded type is held to MPI's own size and bounds: an MPI may pad a struct's extent
 // differently, and MPI's word is the one the program was written against.
 std::optional<Datatype> decode(MPI_Datatype type) {
   int int_count = 0, address_count = 0, type_count = 0, combiner = 0;
   PMPI_Type_get_envelope(type, &int_count, &address_count, &type_count, &combiner);
-  // Fortran's parameterized types (MPI_Type_create_f90_*) are basic types, as named ones are.
-  if (combiner == MPI_COMBINER_NAMED || combiner == MPI_COMBINER_F90_REAL ||
-      combiner == MPI_COMBINER_F90_COMPLEX || combiner == MPI_COMBINER_F90_INTEGER) {
-    return decode_named(type);
-  }
+  if (is_basic(combiner)) return decode_named(type);
   auto made = decode_derived(type, combiner, int_count, address_count, type_count);
   if (!made) return std::nullopt;
   MPI_Aint lb = 0, extent = 0;
@@ -173,11 +176,7 @@ int forget_freed_type(MPI_Datatype type, int, void*, void*) {
 void watch_for_free(MPI_Datatype type) {
   int int_count = 0, address_count = 0, type_count = 0, combiner = MPI_COMBINER_NAMED;
   PMPI_Type_get_envelope(type, &int_count, &address_count, &type_count, &combiner);
-  // Named and Fortran-parameterized types are never freed.
-  if (combiner == MPI_COMBINER_NAMED || combiner == MPI_COMBINER_F90_REAL ||
-      combiner == MPI_COMBINER_F90_COMPLEX || combiner == MPI_COMBINER_F90_INTEGER) {
-    return;
-  }
+  if (is_basic(combiner)) return;
   static int keyval = [] {
     int made = MPI_KEYVAL_INVALID;
     PMPI_Type_create_keyval(MPI_TYPE_NULL_COPY_FN, forget_freed_type, &made, nullptr);
