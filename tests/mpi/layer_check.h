@@ -8,6 +8,8 @@
 
 extern int failures;
 void absorb(const void* data, size_t bytes);
+// This rank's line "rank R digest D failures F" (layer_digest.c).
+void print_digest(int rank);
 
 // Defined by the layer, so null when the program runs without it.
 extern const char* shmcoll_mpi_layer_version(void) __attribute__((weak));

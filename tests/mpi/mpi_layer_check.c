@@ -10,8 +10,6 @@
 
 #include "layer_check.h"
 
-int failures = 0;
-
 static int set_to_zero(const char* name) {
   const char* value = getenv(name);
   return value && strcmp(value, "0") == 0;
@@ -27,13 +25,6 @@ int layer_serves_every_call(MPI_Comm comm) {
          set_to_zero("SHMCOLL_MPI_TEAM_AFTER_CALLS") &&
          set_to_zero("SHMCOLL_MPI_NEW_TEAM_AFTER_US");
 }
-static uint64_t digest = 1469598103934665603ull;
-
-void absorb(const void* data, size_t bytes) {
-  const unsigned char* p = data;
-  for (size_t i = 0; i < bytes; ++i) digest = (digest ^ p[i]) * 1099511628211ull;
-}
-
 static int64_t value(int rank, int i) {
   return (int64_t)((rank + 1) * 1000003 + i * 7919) % 1000 - 300;
 }
@@ -365,7 +356,7 @@ int main(int argc, char** argv) {
     CHECK(total == size, "dup allreduce");
     MPI_Comm_free(&dup);
   }
-  printf("rank %d digest %016llx failures %d\n", rank, (unsigned long long)digest, failures);
+  print_digest(rank);
   if (rank == 0 && shmcoll_mpi_layer_version) {
     fprintf(stderr, "layer %s loaded\n", shmcoll_mpi_layer_version());
   }

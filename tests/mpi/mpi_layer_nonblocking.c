@@ -11,27 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures = 0;
-static uint64_t digest = 0;
-
-static void absorb(const void* data, size_t bytes) {
-  const unsigned char* p = data;
-  for (size_t i = 0; i < bytes; ++i) digest = digest * 1099511628211ull + p[i];
-}
-
-#define CHECK(cond, what)                                             \
-  do {                                                                \
-    if (!(cond)) {                                                    \
-      ++failures;                                                     \
-      fprintf(stderr, "line %d: check failed: %s\n", __LINE__, what); \
-    }                                                                 \
-  } while (0)
+#include "layer_check.h"
 
 enum { kCount = 1000 };
 static int rank, size;
-
-// Defined by the layer, so null when the program runs without it.
-extern const char* shmcoll_mpi_layer_version(void) __attribute__((weak));
 
 static int value(int r, int i, int round) {
   return (r * 7919 + i * 31 + round * 17) % 1013 - 500;
@@ -295,7 +278,7 @@ int main(int argc, char** argv) {
 #if MPI_VERSION >= 4
   persistent();
 #endif
-  printf("rank %d digest %016llx failures %d\n", rank, (unsigned long long)digest, failures);
+  print_digest(rank);
   MPI_Finalize();
   return failures == 0 ? 0 : 1;
 }

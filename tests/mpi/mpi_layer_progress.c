@@ -10,23 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "layer_check.h"
+
 enum { kMessageBytes = 1 << 20, kRounds = 4 };
-
-static int failures = 0;
-static uint64_t digest = 0;
-
-static void absorb(const void* data, size_t bytes) {
-  const unsigned char* p = data;
-  for (size_t i = 0; i < bytes; ++i) digest = digest * 1099511628211ull + p[i];
-}
-
-#define CHECK(cond, what)                                             \
-  do {                                                                \
-    if (!(cond)) {                                                    \
-      ++failures;                                                     \
-      fprintf(stderr, "line %d: check failed: %s\n", __LINE__, what); \
-    }                                                                 \
-  } while (0)
 
 // One collective of each kind the layer serves node-wide; `which` picks it.
 static void collective(int which, int rank, int size, int round) {
@@ -79,7 +65,7 @@ int main(int argc, char** argv) {
   char* message = malloc(kMessageBytes);
   if (size >= 2) send_before_collective(rank, size, message);
   free(message);
-  printf("rank %d digest %016llx failures %d\n", rank, (unsigned long long)digest, failures);
+  print_digest(rank);
   MPI_Finalize();
   return failures == 0 ? 0 : 1;
 }
