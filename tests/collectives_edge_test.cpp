@@ -182,6 +182,47 @@ TEST(CollectiveEdges, RepeatedCallsDeliverEachChangedElement) {
   }
 }
 
+// A bcast that fits one slot moves in pieces after a call whose data did not change
+// (bcast.cpp): calls that repeat their data, then change it in the last piece, the first piece,
+// everywhere or in the middle, each checked, with the root moving and a strided receive type on
+// some ranks.
+TEST(CollectiveEdges, BcastInPiecesDeliversEveryChange) {
+  for (int p : {2, 3}) {
+    auto* shared = shmcoll::testing::shared_block<Shared>();
+    shmcoll::run(p, {}, [&](Team& team) {
+      constexpr std::size_t kCount = 70'001;  // 280 KB: five pieces, the last one short
+      const int me = team.rank();
+      const Datatype every_other = Datatype::resized(Dtype::i32, 0, 8);
+      // Changes (kCount: none; 1: everything) after runs of unchanged calls, long enough for
+      // each of the two slots to see the same data twice.
+      constexpr std::size_t kNone = kCount;
+      const std::size_t changed_at[] = {kNone, kNone, kNone, kNone, kNone, kCount - 1, kNone,
+                                        kNone, kNone, kNone, 0,     kNone, kNone,      kNone,
+                                        kNone, 1,     kNone, kNone, kNone, kNone,      40'000};
+      int call = 0;
+      for (int root = 0; root < p; ++root) {
+        std::vector<std::int32_t> want = values(root, kCount);
+        for (std::size_t at : changed_at) {
+          if (at < kCount) want[at] = -7 - call;
+          if (at == 1) want = values(root + 100 + call, kCount);  // everything changes
+          const bool strided = me != root && me % 2 == 1;
+          std::vector<std::int32_t> data(strided ? 2 * kCount : kCount, -1);
+          if (me == root) data = want;
+          team.bcast(data.data(), kCount, strided ? every_other : Datatype(Dtype::i32), root);
+          bool same = true;
+          for (std::size_t i = 0; i < kCount; ++i) {
+            same =
+                same && data[strided ? 2 * i : i] == want[i] && (!strided || data[2 * i + 1] == -1);
+          }
+          EXPECT_IN_RANK(same, (std::string("bcast call ") + std::to_string(call)).c_str());
+          ++call;
+        }
+      }
+    });
+    EXPECT_EQ(shared->failures.load(), 0) << "p = " << p;
+  }
+}
+
 TEST(CollectiveEdges, ExscanLeavesRankZeroUntouched) {
   auto* shared = shmcoll::testing::shared_block<Shared>();
   shmcoll::run(3, {}, [&](Team& team) {

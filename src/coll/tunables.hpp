@@ -1,5 +1,6 @@
 // Every tunable and the algorithm selection table, in one place. Each tunable has an environment
-// variable; docs/tunables.md (through shmcoll-info) and `tunable_table()` list them with their defaults.
+// variable; docs/tunables.md (through shmcoll-info) and `tunable_table()` list them with their
+// defaults.
 #pragma once
 
 #include <array>
@@ -18,7 +19,7 @@ enum class Algorithm {
   barrier_tree,        // arrivals gathered up the hierarchy tree, the release sent down it
   barrier_arrivals,    // everyone counts its arrival; the last to arrive releases everyone
   bcast_inline,        // <= 104 bytes: root posts a message line pair; readers copy it out
-  bcast_pipelined,     // root copies chunks into its two slots alternately; readers copy out
+  bcast_pipelined,     // root copies chunks into its two slots alternately (or one slot in pieces)
   bcast_tree,          // down the hierarchy tree, each rank re-posting for its children
   reduce_inline,       // <= 104 bytes: everyone posts a message line pair; root reduces them
   reduce_root_reads,   // everyone copies in; root reduces all slots itself
