@@ -29,7 +29,8 @@ bool is_plain_mpi(const std::string& contender) {
 
 Stats stats_of(std::vector<double> samples) {
   std::sort(samples.begin(), samples.end());
-  return {samples[samples.size() / 2], samples.front(), samples.back()};
+  return {samples[samples.size() / 2], samples.front(), samples.back(),
+          samples[(samples.size() - 1) * 99 / 100]};
 }
 
 double bus_factor(const std::string& collective, int ranks) {
@@ -113,6 +114,8 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
                          {"op", info.op},
                          {"samples", info.iters},
                          {"method", info.single_call ? "single" : "batch"},
+                         {"command", info.command},
+                         {"started", info.started},
                          {"references",
                           {{"line_round_trip_us", info.refs.line_round_trip_seconds * 1e6},
                            {"line_exchange_us", info.refs.line_exchange_seconds * 1e6}}},
@@ -125,6 +128,7 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
                       {"median_us", f.seconds.median * 1e6},
                       {"min_us", f.seconds.min * 1e6},
                       {"max_us", f.seconds.max * 1e6},
+                      {"p99_us", f.seconds.p99 * 1e6},
                       {"algbw_gbps", f.algbw_gbps},
                       {"busbw_gbps", f.busbw_gbps},
                       {"memcpy_us", info.refs.memcpy_seconds(row.bytes) * 1e6}});

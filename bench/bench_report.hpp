@@ -32,12 +32,15 @@ struct RunInfo {
   int iters;
   References refs;
   bool single_call = false;  // samples are single calls between barriers, not batches
+  std::string command;       // how this run was started, for whoever reads its JSON
+  std::string started;       // when, UTC (ISO 8601)
 };
 // How one sample was taken, for table headers.
 const char* sample_description(const RunInfo& info);
 
 struct Stats {
   double median, min, max;
+  double p99;  // the 99th percentile: a call the machine held back shows here, not in the median
 };
 Stats stats_of(std::vector<double> samples);
 

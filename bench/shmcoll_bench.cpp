@@ -18,6 +18,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -114,6 +115,21 @@ void parse_dtype_and_op(const std::string& dtype, const std::string& op,
   if (!known_op) throw std::invalid_argument("--op: unknown operation " + op);
 }
 
+std::string command_line(int argc, char** argv) {
+  std::string line = "shmcoll-bench";
+  for (int a = 1; a < argc; ++a) line += std::string(" ") + argv[a];
+  return line;
+}
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -192,7 +208,9 @@ int main(int argc, char** argv) {
                               shmcoll::op_name(config.op),
                               config.iters,
                               refs,
-                              config.single_call};
+                              config.single_call,
+                              command_line(argc, argv),
+                              utc_now()};
     std::vector<bench::Sweep> sweeps;
     int mismatches = 0;
     for (const std::string& coll : collectives) {
