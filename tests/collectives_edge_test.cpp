@@ -223,6 +223,54 @@ TEST(CollectiveEdges, BcastInPiecesDeliversEveryChange) {
   }
 }
 
+// A reduce that fits one slot moves in pieces where ranks do not share CPUs, each sender filling
+// its slot whole or piece by piece as its data last changed or not (reduce.cpp): calls that
+// repeat their data, then change it on one rank or on all, in the last piece, the first, the
+// middle or everywhere, the root moving and reducing in place on every other call, each checked
+// against the sum of the inputs.
+TEST(CollectiveEdges, ReduceInPiecesSumsEveryChange) {
+  for (int p : {2, 3}) {
+    auto* shared = shmcoll::testing::shared_block<Shared>();
+    shmcoll::run(p, {}, [&](Team& team) {
+      constexpr std::size_t kCount = 70'001;  // 280 KB: five pieces, the last one short
+      constexpr std::size_t kNone = kCount;
+      constexpr std::size_t kAll = kCount + 1;
+      const std::size_t changed_at[] = {kNone, kNone, kNone, kNone, kCount - 1, kNone, kNone,
+                                        kNone, kNone, 0,     kNone, kNone,      kNone, 40'000,
+                                        kNone, kNone, kNone, kAll,  kNone,      kAll};
+      const int me = team.rank();
+      std::vector<std::vector<std::int32_t>> data(p);
+      for (int r = 0; r < p; ++r) data[r] = values(r, kCount);
+      int call = 0;
+      for (int root = 0; root < p; ++root) {
+        for (std::size_t at : changed_at) {
+          // Odd calls change one rank's element (the one after the root), even calls every rank's.
+          for (int r = 0; r < p; ++r) {
+            if (call % 2 == 1 && r != (root + 1) % p) continue;
+            if (at < kCount) data[r][at] = -7 - call - r;
+            if (at == kAll) data[r] = values(r + 100 + call, kCount);
+          }
+          std::vector<std::int32_t> want(kCount);
+          for (std::size_t i = 0; i < kCount; ++i) {
+            std::uint32_t sum = 0;
+            for (int r = 0; r < p; ++r) sum += static_cast<std::uint32_t>(data[r][i]);
+            want[i] = static_cast<std::int32_t>(sum);
+          }
+          const bool in_place = me == root && call % 2 == 1;
+          std::vector<std::int32_t> recv =
+              in_place ? data[me] : std::vector<std::int32_t>(kCount, -1);
+          const void* send = in_place ? shmcoll::in_place : data[me].data();
+          team.reduce(send, me == root ? recv.data() : nullptr, kCount, Dtype::i32, Op::sum, root);
+          EXPECT_IN_RANK(me != root || recv == want,
+                         (std::string("reduce call ") + std::to_string(call)).c_str());
+          ++call;
+        }
+      }
+    });
+    EXPECT_EQ(shared->failures.load(), 0) << "p = " << p;
+  }
+}
+
 TEST(CollectiveEdges, ExscanLeavesRankZeroUntouched) {
   auto* shared = shmcoll::testing::shared_block<Shared>();
   shmcoll::run(3, {}, [&](Team& team) {

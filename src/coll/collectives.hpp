@@ -34,9 +34,10 @@ struct Context {
   std::vector<std::size_t> offsets;
   std::vector<char> direct_from;  // the exchange: which senders' blocks were read from their heap
   std::vector<std::uint32_t> line_arrival;  // the exchange: where blocks arrive in later lines
-  // Whether the last bcast this rank was the root of found its slot already holding the data
-  // (bcast.cpp: the next one moves in pieces).
+  // Whether the last bcast this rank was the root of, and the last reduce it sent to, found its
+  // slot already holding the data (bcast.cpp, reduce.cpp: the next one moves in pieces).
   bool bcast_data_was_unchanged = false;
+  bool reduce_data_was_unchanged = false;
 };
 
 void barrier(Context& ctx);
