@@ -19,7 +19,7 @@ void for_each_chunk(std::size_t count, std::size_t chunk_count, Fn&& fn) {
 
 // A message that fits one slot may move in pieces, one round each, so that readers copy piece k
 // while the writer fills piece k+1 (2 ranks, one bcast of 256 KiB after a barrier, data that
-// does not change: 9.4-10.3 us in one piece, 5.8-7.2 in 64 KiB pieces). Every piece lands in
+// does not change: 9.4-10.3 us in one piece, 6.0-7.2 in 64 KiB chunks). Every piece lands in
 // the slot of the first round, at its own offset, so the slot holds the whole message between
 // calls and store_changes still finds what did not change. The pieces are an odd count, so the
 // next call's first round takes the other slot, which wait_slot_free has freed, while readers
