@@ -78,17 +78,20 @@ void reduce_root_reads_pieces(Context& ctx, const std::byte* send, std::byte* re
     ctx.reduce_data_was_unchanged = !changed;
     return;
   }
-  // The root reads and never writes, so it publishes every round at once: the others may then
-  // fill their other slot for their next reduce while it still reads this one's pieces, as they
-  // could with one round per call (changing data, back to back: 36 us a call at 256 KiB, where
-  // publishing piece by piece measured 54).
   rounds.publish(first_round);
-  for (std::uint32_t index = 1; index < pieces; ++index) rounds.publish(rounds.begin());
   bool all_whole = true;
   for (std::uint32_t peer = 0; peer < rounds.size(); ++peer) {
-    if (peer != me)
+    if (peer != me) {
       all_whole = *rounds.wait_message(peer, first_round) != std::byte{0} && all_whole;
+    }
   }
+  // The root reads and never writes, so it publishes its other rounds at once: the others may
+  // then fill their other slot for their next reduce while it still reads this one's pieces, as
+  // they could with one round per call (changing data, back to back: 36 us a call at 256 KiB,
+  // where publishing piece by piece measured 54). Only once it has read their first lines: a
+  // sender reuses the line of round r for round r + kMessageLines once every rank has published
+  // r + 1, which at 1 MiB (17 pieces) falls within its next reduce.
+  for (std::uint32_t index = 1; index < pieces; ++index) rounds.publish(rounds.begin());
   const std::uint32_t parts = all_whole ? 1 : pieces;
   const std::size_t element_bytes = dtype_size(dtype);
   for (std::uint32_t index = 0; index < parts; ++index) {
