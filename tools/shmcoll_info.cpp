@@ -180,8 +180,6 @@ void print_text(const ordered_json& info) {
       "directly.\n");
 }
 
-}  // namespace
-
 // Every environment variable as a markdown table: docs/tunables.md holds this output (a test
 // compares the two), so the page and this program cannot drift apart.
 void print_variables_markdown() {
@@ -191,6 +189,8 @@ void print_variables_markdown() {
                 variable.meaning, variable.group);
   }
 }
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{

@@ -67,16 +67,10 @@ void bcast_one_slot(Context& ctx, const Block& data, std::size_t bytes, std::uin
     const bool in_pieces = ctx.bcast_data_was_unchanged && !ctx.tree_shape.ranks_share_cpus;
     const std::uint32_t pieces = in_pieces ? piece_count(bytes) : 1;
     rounds.wait_slot_free(first_round);
-    bool changed = false;
-    for (std::uint32_t index = 0; index < pieces; ++index) {
-      const Piece piece = piece_of(bytes, pieces, index);
-      changed = pack_into_slot(data, piece.first, piece.bytes, slot + piece.first) || changed;
-      if (index == 0) {
-        rounds.publish_message(first_round, &pieces, sizeof pieces);
-      } else {
-        rounds.publish(rounds.begin());
-      }
-    }
+    const bool changed = publish_pieces(
+        rounds, first_round, bytes, pieces, &pieces, sizeof pieces, [&](const Piece& piece) {
+          return pack_into_slot(data, piece.first, piece.bytes, slot + piece.first);
+        });
     ctx.bcast_data_was_unchanged = !changed;
     return;
   }
@@ -84,8 +78,8 @@ void bcast_one_slot(Context& ctx, const Block& data, std::size_t bytes, std::uin
   std::uint32_t pieces;
   std::memcpy(&pieces, rounds.wait_message(root, first_round), sizeof pieces);
   for (std::uint32_t index = 0; index < pieces; ++index) {
-    const std::uint32_t round = index == 0 ? first_round : rounds.begin();
     if (index > 0) {
+      const std::uint32_t round = rounds.begin();
       rounds.publish(round);
       rounds.wait_for(root, round);
     }

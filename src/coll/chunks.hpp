@@ -1,4 +1,5 @@
-// Splitting a message into slot-sized chunks, and a chunk into per-rank slices.
+// Splitting a message into slot-sized chunks, a chunk into per-rank slices, and one slot into
+// pieces.
 #pragma once
 
 #include <algorithm>
@@ -44,6 +45,24 @@ inline Piece piece_of(std::size_t chunk_bytes, std::uint32_t pieces, std::uint32
   const std::size_t per = ((chunk_bytes + pieces - 1) / pieces + kLine - 1) / kLine * kLine;
   const std::size_t first = std::min(chunk_bytes, per * index);
   return {first, std::min(per, chunk_bytes - first)};
+}
+
+// The writer's side of a call in pieces, once the slot of `first_round` (already begun) is free:
+// fills each piece (fill(piece) says whether it stored anything) and publishes its round, the
+// first carrying `note_bytes` of `note` for the readers. Returns whether any fill stored.
+template <typename Fill>
+bool publish_pieces(shm::Rounds& rounds, std::uint32_t first_round, std::size_t bytes,
+                    std::uint32_t pieces, const void* note, std::size_t note_bytes, Fill&& fill) {
+  bool stored = false;
+  for (std::uint32_t index = 0; index < pieces; ++index) {
+    stored = fill(piece_of(bytes, pieces, index)) || stored;
+    if (index == 0) {
+      rounds.publish_message(first_round, note, note_bytes);
+    } else {
+      rounds.publish(rounds.begin());
+    }
+  }
+  return stored;
 }
 
 struct Slice {

@@ -63,19 +63,12 @@ void reduce_root_reads_pieces(Context& ctx, const std::byte* send, std::byte* re
     rounds.wait_slot_free(first_round);
     std::byte* const slot = rounds.slot(me, first_round);
     const std::uint8_t whole = !ctx.reduce_data_was_unchanged;
-    bool changed = whole && store_changes(slot, send, bytes);
-    for (std::uint32_t index = 0; index < pieces; ++index) {
-      if (!whole) {
-        const Piece piece = piece_of(bytes, pieces, index);
-        changed = store_changes(slot + piece.first, send + piece.first, piece.bytes) || changed;
-      }
-      if (index == 0) {
-        rounds.publish_message(first_round, &whole, sizeof whole);
-      } else {
-        rounds.publish(rounds.begin());
-      }
-    }
-    ctx.reduce_data_was_unchanged = !changed;
+    const bool changed_whole = whole && store_changes(slot, send, bytes);
+    const bool changed_in_pieces = publish_pieces(
+        rounds, first_round, bytes, pieces, &whole, sizeof whole, [&](const Piece& piece) {
+          return !whole && store_changes(slot + piece.first, send + piece.first, piece.bytes);
+        });
+    ctx.reduce_data_was_unchanged = !changed_whole && !changed_in_pieces;
     return;
   }
   rounds.publish(first_round);
@@ -146,8 +139,8 @@ void reduce(Context& ctx, const void* send, void* recv, std::size_t count, Dtype
   const auto* in = static_cast<const std::byte*>(send);
   auto* out = static_cast<std::byte*>(recv);
   const auto root_rank = static_cast<std::uint32_t>(root);
-  switch (
-      select_reduce(ctx.tunables, ctx.tree_shape, count * dtype_size(dtype), op.commutative())) {
+  const std::size_t bytes = count * dtype_size(dtype);
+  switch (select_reduce(ctx.tunables, ctx.tree_shape, bytes, op.commutative())) {
     case Algorithm::reduce_inline:
       return reduce_inline(ctx, in, out, count, dtype, op, root_rank);
     case Algorithm::reduce_tree:
@@ -155,10 +148,8 @@ void reduce(Context& ctx, const void* send, void* recv, std::size_t count, Dtype
     case Algorithm::reduce_slices:
       return reduce_slices(ctx, in, out, count, dtype, op, root_rank);
     default:
-      if (count * dtype_size(dtype) <= ctx.rounds.slot_bytes() &&
-          !ctx.tree_shape.ranks_share_cpus) {
-        return reduce_root_reads_pieces(ctx, in, out, count * dtype_size(dtype), dtype, op,
-                                        root_rank);
+      if (bytes <= ctx.rounds.slot_bytes() && !ctx.tree_shape.ranks_share_cpus) {
+        return reduce_root_reads_pieces(ctx, in, out, bytes, dtype, op, root_rank);
       }
       return reduce_root_reads(ctx, in, out, count, dtype, op, root_rank);
   }

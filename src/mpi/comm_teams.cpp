@@ -294,7 +294,8 @@ CachedTeam* cached_of(MPI_Comm comm) {
     PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_cached, &keyval, nullptr);
   });
   const std::uint64_t deleted = entries_deleted.load(std::memory_order_acquire);
-  if (last_lookup.comm == comm && last_lookup.deleted == deleted && last_lookup.cached) {
+  // (comm is never MPI_COMM_NULL here, the comm of a lookup not yet made.)
+  if (last_lookup.comm == comm && last_lookup.deleted == deleted) {
     return last_lookup.cached;
   }
   void* value = nullptr;
