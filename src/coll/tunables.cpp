@@ -23,6 +23,10 @@ constexpr TunableInfo kTunables[] = {
     {"SHMCOLL_DIRECT_MIN", "8192",
      "smallest block a data-movement collective lets peers read straight from a sender's heap "
      "instead of copying it through a slot"},
+    {"SHMCOLL_SHARE_PAGES_MIN", "262144",
+     "smallest block of an ordinary (private) send buffer whose whole pages are moved onto shared "
+     "memory on its second call, so that receivers copy it straight out, one copy instead of "
+     "two; 0: never"},
     {"SHMCOLL_TREE_MAX", "16384",
      "largest payload the tree algorithms take where the cost model says the tree pays; beyond "
      "it the sliced algorithms share the bandwidth among all ranks"},
@@ -194,6 +198,8 @@ Tunables Tunables::from_env() {
   t.kill_grace_ms = grace && *grace ? env_milliseconds("SHMCOLL_KILL_GRACE") : 1000;
   TeamTunables& team = t.team;
   team.direct_min = static_cast<std::uint64_t>(env_number("SHMCOLL_DIRECT_MIN", 8 << 10));
+  team.share_pages_min =
+      static_cast<std::uint64_t>(env_number("SHMCOLL_SHARE_PAGES_MIN", 256 << 10));
   team.tree_max = static_cast<std::uint64_t>(env_number("SHMCOLL_TREE_MAX", 16 << 10));
   team.allreduce_small_max =
       static_cast<std::uint64_t>(env_number("SHMCOLL_ALLREDUCE_SMALL_MAX", 16 << 10));
@@ -251,6 +257,7 @@ std::vector<std::string> TeamTunables::differences(const TeamTunables& theirs,
   };
   auto number = [](std::uint64_t value) { return std::to_string(value); };
   compare("SHMCOLL_DIRECT_MIN", number(direct_min), number(theirs.direct_min));
+  compare("SHMCOLL_SHARE_PAGES_MIN", number(share_pages_min), number(theirs.share_pages_min));
   compare("SHMCOLL_TREE_MAX", number(tree_max), number(theirs.tree_max));
   compare("SHMCOLL_ALLREDUCE_SMALL_MAX", number(allreduce_small_max),
           number(theirs.allreduce_small_max));

@@ -1,0 +1,491 @@
+#include "shm/shared_pages.hpp"
+
+#include <fcntl.h>
+#include <numaif.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+namespace shmcoll::shm {
+
+namespace {
+
+constexpr std::uintptr_t kPage = 4096;
+constexpr char kMemfdName[] = "shmcoll-pages";
+// The mark of moved pages (see the header): MPOL_LOCAL places pages as the default policy does,
+// and every page is allocated at the move anyway.
+constexpr int kMark = MPOL_LOCAL;
+constexpr unsigned kUsesToPay = 8;              // uses of moved pages that make their move worth it
+constexpr std::size_t kMostRegistrations = 16;  // then the least recently used is forgotten
+constexpr std::size_t kMostPeerMappings = 32;   // then the least recently used is unmapped
+constexpr std::size_t kMostMovedRanges = 64;    // then the two nearest merge
+
+// Set once any page has moved (cleared in a forked child): until then madvise and fork cost
+// nothing more.
+std::atomic<bool> anything_moved{false};
+
+std::uintptr_t address(const void* p) {
+  return reinterpret_cast<std::uintptr_t>(p);
+}
+std::byte* pointer(std::uintptr_t a) {
+  return reinterpret_cast<std::byte*>(a);
+}
+
+int policy_at(std::uintptr_t page) {
+  int mode = -1;
+  if (get_mempolicy(&mode, nullptr, 0, pointer(page), MPOL_F_ADDR) != 0) return -1;
+  return mode;
+}
+
+// One line of /proc/self/maps.
+struct Mapping {
+  std::uintptr_t begin = 0, end = 0;
+  char perms[5] = {};
+  std::uint64_t inode = 0;
+  const char* path = "";  // valid during the callback only
+};
+
+// Calls fn(mapping) for each line of /proc/self/maps until it returns false. Reads with a stack
+// buffer and no allocation: it also runs in a forked child (fork_child).
+template <typename Fn>
+bool for_each_mapping(Fn&& fn) {
+  const int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buffer[8192];
+  std::size_t held = 0;
+  bool more = true;
+  while (more) {
+    const ssize_t got = read(fd, buffer + held, sizeof buffer - 1 - held);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    held += static_cast<std::size_t>(got);
+    buffer[held] = '\0';
+    char* line = buffer;
+    while (char* newline = static_cast<char*>(std::memchr(line, '\n', held - (line - buffer)))) {
+      *newline = '\0';
+      Mapping m;
+      unsigned long begin = 0, end = 0, inode = 0;
+      int path_at = 0;
+      if (std::sscanf(line, "%lx-%lx %4s %*x %*x:%*x %lu %n", &begin, &end, m.perms, &inode,
+                      &path_at) >= 4) {
+        m.begin = begin;
+        m.end = end;
+        m.inode = inode;
+        m.path = path_at > 0 ? line + path_at : "";
+        if (!fn(m)) {
+          more = false;
+          break;
+        }
+      }
+      line = newline + 1;
+    }
+    held -= static_cast<std::size_t>(line - buffer);
+    std::memmove(buffer, line, held);
+  }
+  close(fd);
+  return true;
+}
+
+bool is_moved_page_mapping(const Mapping& m) {
+  return std::strstr(m.path, kMemfdName) != nullptr;
+}
+
+// Whether [begin, end) is all private anonymous read-write memory (the heap counts; the stack
+// and anything named does not) or pages moved before.
+bool private_anonymous(std::uintptr_t begin, std::uintptr_t end) {
+  std::uintptr_t covered = begin;
+  bool ok = true;
+  for_each_mapping([&](const Mapping& m) {
+    if (m.end <= covered) return true;
+    const bool anonymous = std::strcmp(m.perms, "rw-p") == 0 && m.inode == 0 &&
+                           (m.path[0] == '\0' || std::strcmp(m.path, "[heap]") == 0);
+    const bool moved = std::strcmp(m.perms, "rw-s") == 0 && is_moved_page_mapping(m);
+    if (m.begin > covered || !(anonymous || moved)) {
+      ok = false;
+      return false;
+    }
+    covered = m.end;
+    return covered < end;
+  });
+  return ok && covered >= end;
+}
+
+// Replaces the pages [begin, end) by private ones: copies of their contents (keep_contents) or
+// zero pages, with protection `prot`.
+void make_private(std::uintptr_t begin, std::uintptr_t end, int prot, bool keep_contents) {
+  const std::size_t bytes = end - begin;
+  if (!keep_contents) {
+    mmap(pointer(begin), bytes, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    return;
+  }
+  void* copy = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (copy == MAP_FAILED) return;  // the pages stay shared: nothing better to do in a child
+  // The kernel copies: pages the program has freed are no business of a memory checker's.
+  const iovec to{copy, bytes}, from{pointer(begin), bytes};
+  if (process_vm_readv(getpid(), &to, 1, &from, 1, 0) != ssize_t(bytes)) {
+    std::memcpy(copy, pointer(begin), bytes);
+  }
+  if (prot != (PROT_READ | PROT_WRITE)) mprotect(copy, bytes, prot);
+  mremap(copy, bytes, bytes, MREMAP_MAYMOVE | MREMAP_FIXED, pointer(begin));
+}
+
+// Whether [begin, end) overlaps the calling thread's stack (the main thread's is also refused by
+// name in the maps; other threads' stacks look like any anonymous memory).
+bool on_my_stack(std::uintptr_t begin, std::uintptr_t end) {
+  pthread_attr_t attributes;
+  if (pthread_getattr_np(pthread_self(), &attributes) != 0) return true;
+  void* stack = nullptr;
+  std::size_t bytes = 0;
+  const int got = pthread_attr_getstack(&attributes, &stack, &bytes);
+  pthread_attr_destroy(&attributes);
+  return got != 0 || (begin < address(stack) + bytes && end > address(stack));
+}
+
+int prot_of(const Mapping& m) {
+  return (m.perms[0] == 'r' ? PROT_READ : 0) | (m.perms[1] == 'w' ? PROT_WRITE : 0) |
+         (m.perms[2] == 'x' ? PROT_EXEC : 0);
+}
+
+struct Registration {
+  SharedPages pages;
+  std::uint64_t last_use = 0;
+  unsigned uses = 0;
+  std::uintptr_t end() const { return address(pages.begin) + pages.bytes; }
+};
+
+struct Sighting {
+  std::uintptr_t begin = 0, end = 0;
+  unsigned uses = 0;
+  unsigned times_unpaid = 0;  // moved, then unmapped or replaced before kUsesToPay uses
+  bool refused = false;       // not private anonymous memory, or the move failed: not tried again
+  std::uint64_t last_use = 0;
+};
+
+struct Range {
+  std::uintptr_t begin, end;
+};
+
+class Registry {
+ public:
+  static Registry& instance() {
+    static Registry* registry = new Registry;  // never destroyed: used from atfork and madvise
+    return *registry;
+  }
+
+  std::optional<SharedPages> pages_for(std::uintptr_t begin, std::uintptr_t end) {
+    std::lock_guard lock(mutex_);
+    ++clock_;
+    for (std::size_t i = registrations_.size(); i-- > 0;) {
+      Registration& r = registrations_[i];
+      if (end <= address(r.pages.begin) || begin >= r.end()) continue;
+      if (policy_at(address(r.pages.begin)) != kMark || policy_at(r.end() - kPage) != kMark) {
+        // Unmapped or replaced since: whatever is left of it stays shared, harmlessly. A buffer
+        // allocated and freed around every few calls would pay the move again and again: after
+        // twice, it stays with the copy path.
+        Sighting& sighting = sighting_of(address(r.pages.begin), r.end());
+        sighting.uses = 0;
+        sighting.refused = r.uses < kUsesToPay && ++sighting.times_unpaid >= 2;
+        forget(i);
+        continue;
+      }
+      if (address(r.pages.begin) <= begin && end <= r.end()) {
+        r.last_use = clock_;
+        ++r.uses;
+        return r.pages;
+      }
+      // A wider buffer may take in registrations it covers (a program calls with parts of a
+      // buffer, then with all of it); buffers that cross take turns with the copy path, not
+      // moving pages back and forth.
+      if (address(r.pages.begin) < begin || r.end() > end) return {};
+    }
+    Sighting& sighting = sighting_of(begin, end);
+    sighting.last_use = clock_;
+    if (sighting.refused || ++sighting.uses < kUsesBeforeSharing) return {};
+    std::optional<SharedPages> moved = move(begin, end);
+    sighting.refused = !moved;
+    return moved;
+  }
+
+  std::size_t count() {
+    std::lock_guard lock(mutex_);
+    return registrations_.size();
+  }
+
+  // madvise(begin, bytes, a discarding advice): moved pages in the range become zero pages, as
+  // private memory would.
+  void discard(std::uintptr_t begin, std::uintptr_t end) {
+    std::lock_guard lock(mutex_);
+    const bool near_moved = std::any_of(moved_.begin(), moved_.end(), [&](const Range& r) {
+      return begin < r.end && end > r.begin;
+    });
+    if (!near_moved) return;
+    for (std::size_t i = registrations_.size(); i-- > 0;) {
+      if (begin < registrations_[i].end() && end > address(registrations_[i].pages.begin)) {
+        forget(i);
+      }
+    }
+    std::vector<std::pair<Range, int>> found;
+    for_each_mapping([&](const Mapping& m) {
+      if (is_moved_page_mapping(m) && begin < m.end && end > m.begin) {
+        found.push_back({{std::max(begin, m.begin), std::min(end, m.end)}, prot_of(m)});
+      }
+      return true;
+    });
+    for (const auto& [range, prot] : found) make_private(range.begin, range.end, prot, false);
+  }
+
+  // pthread_atfork. The child makes every moved page private (a copy) before fork returns in
+  // it, and the parent waits for that: until then the parent's writes to moved pages (its heap's
+  // own bookkeeping, if moved pages were reused) would show in the child. A thread of the parent
+  // that writes moved pages while another forks still can; POSIX lets such a child call only
+  // async-signal-safe functions until it execs anyway.
+  void before_fork() {
+    mutex_.lock();
+    fork_pipe_[0] = fork_pipe_[1] = -1;
+    if (anything_moved.load(std::memory_order_relaxed)) pipe2(fork_pipe_, O_CLOEXEC);
+  }
+  void after_fork_in_parent() {
+    if (fork_pipe_[1] >= 0) {
+      close(fork_pipe_[1]);
+      char byte;
+      while (read(fork_pipe_[0], &byte, 1) < 0 && errno == EINTR) {
+      }
+      close(fork_pipe_[0]);
+    }
+    mutex_.unlock();
+  }
+  void after_fork_in_child() {
+    if (anything_moved.load(std::memory_order_relaxed)) {
+      // Collected first, as many as fit, then again: replacing mappings while reading the maps
+      // file could skip lines.
+      std::array<std::pair<Range, int>, 128> found;
+      for (std::size_t count = found.size(); count == found.size();) {
+        count = 0;
+        for_each_mapping([&](const Mapping& m) {
+          if (is_moved_page_mapping(m)) found[count++] = {{m.begin, m.end}, prot_of(m)};
+          return count < found.size();
+        });
+        for (std::size_t i = 0; i < count; ++i) {
+          make_private(found[i].first.begin, found[i].first.end, found[i].second, true);
+        }
+      }
+      for (const Registration& r : registrations_) close(r.pages.fd);
+      registrations_.clear();
+      moved_.clear();
+      anything_moved.store(false, std::memory_order_relaxed);
+    }
+    if (fork_pipe_[1] >= 0) {
+      close(fork_pipe_[0]);
+      close(fork_pipe_[1]);  // the parent's read returns
+    }
+    mutex_.unlock();
+  }
+
+ private:
+  Registry() {
+    registrations_.reserve(kMostRegistrations);
+    moved_.reserve(kMostMovedRanges + 1);
+    pthread_atfork([] { instance().before_fork(); }, [] { instance().after_fork_in_parent(); },
+                   [] { instance().after_fork_in_child(); });
+  }
+
+  Sighting& sighting_of(std::uintptr_t begin, std::uintptr_t end) {
+    Sighting* oldest = &sightings_[0];
+    for (Sighting& s : sightings_) {
+      if (s.begin == begin && s.end == end) return s;
+      if (s.last_use < oldest->last_use) oldest = &s;
+    }
+    *oldest = Sighting{begin, end};
+    return *oldest;
+  }
+
+  // Moves [begin, end) onto a new memfd (see the header); nullopt, with nothing changed, when
+  // the memory does not qualify or the memfd cannot hold it.
+  std::optional<SharedPages> move(std::uintptr_t begin, std::uintptr_t end) {
+    const std::size_t bytes = end - begin;
+    // Peers open the memfd through /proc/<pid>/fd, which a non-dumpable process forbids.
+    if (prctl(PR_GET_DUMPABLE) != 1) return {};
+    for (const std::uintptr_t page : {begin, end - kPage}) {
+      const int policy = policy_at(page);
+      if (policy != MPOL_DEFAULT && policy != kMark) return {};
+    }
+    if (on_my_stack(begin, end) || !private_anonymous(begin, end)) return {};
+    const int fd = memfd_create(kMemfdName, MFD_CLOEXEC);
+    if (fd < 0) return {};
+    auto give_up = [&] {
+      close(fd);
+      return std::nullopt;
+    };
+    if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) return give_up();
+    void* view = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (view == MAP_FAILED) return give_up();
+    const long marked = mbind(view, bytes, kMark, nullptr, 0, 0);
+    munmap(view, bytes);
+    if (marked != 0) return give_up();
+    for (std::size_t done = 0; done < bytes;) {  // allocates the pages: no SIGBUS later
+      const ssize_t wrote = pwrite(fd, pointer(begin + done), bytes - done, off_t(done));
+      if (wrote < 0 && errno == EINTR) continue;
+      if (wrote <= 0) return give_up();
+      done += static_cast<std::size_t>(wrote);
+    }
+    struct stat about {};
+    if (fstat(fd, &about) != 0) return give_up();
+    if (mmap(pointer(begin), bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) ==
+        MAP_FAILED) {
+      return give_up();  // the old pages may be gone; the program will fault, not read wrong data
+    }
+    if (registrations_.size() == kMostRegistrations) {
+      forget(std::size_t(std::min_element(registrations_.begin(), registrations_.end(),
+                                          [](const Registration& a, const Registration& b) {
+                                            return a.last_use < b.last_use;
+                                          }) -
+                         registrations_.begin()));
+    }
+    for (std::size_t i = registrations_.size(); i-- > 0;) {
+      const Registration& r = registrations_[i];
+      if (address(r.pages.begin) >= begin && r.end() <= end) forget(i);  // taken in
+    }
+    const SharedPages pages{pointer(begin), bytes, fd, std::uint64_t(about.st_ino)};
+    registrations_.push_back({pages, clock_, 1});
+    remember_moved({begin, end});
+    anything_moved.store(true, std::memory_order_release);
+    return pages;
+  }
+
+  // Stops handing out registration i. Its pages stay mapped where the program has them: they are
+  // the program's memory (madvise and fork still find them by name).
+  void forget(std::size_t i) {
+    close(registrations_[i].pages.fd);
+    registrations_.erase(registrations_.begin() + std::ptrdiff_t(i));
+  }
+
+  // Where moved pages may be, as few ranges: madvise looks at the maps only near them.
+  void remember_moved(Range range) {
+    moved_.push_back(range);
+    if (moved_.size() <= kMostMovedRanges) return;
+    std::sort(moved_.begin(), moved_.end(), [](Range a, Range b) { return a.begin < b.begin; });
+    std::size_t nearest = 0;
+    for (std::size_t i = 1; i + 1 < moved_.size(); ++i) {
+      if (moved_[i + 1].begin - moved_[i].end < moved_[nearest + 1].begin - moved_[nearest].end) {
+        nearest = i;
+      }
+    }
+    moved_[nearest].end = std::max(moved_[nearest].end, moved_[nearest + 1].end);
+    moved_.erase(moved_.begin() + std::ptrdiff_t(nearest) + 1);
+  }
+
+  std::mutex mutex_;
+  std::vector<Registration> registrations_;
+  std::array<Sighting, 16> sightings_{};
+  std::vector<Range> moved_;
+  std::uint64_t clock_ = 0;
+  int fork_pipe_[2] = {-1, -1};
+};
+
+struct PeerMapping {
+  std::int32_t pid;
+  SharedPages theirs;
+  const std::byte* base;
+  std::uint64_t last_use;
+};
+
+class PeerMappings {
+ public:
+  const std::byte* map(std::int32_t pid, const SharedPages& theirs, std::string& why) {
+    std::lock_guard lock(mutex_);
+    ++clock_;
+    for (PeerMapping& m : mappings_) {
+      if (m.pid == pid && m.theirs.fd == theirs.fd && m.theirs.inode == theirs.inode &&
+          m.theirs.bytes >= theirs.bytes) {
+        m.last_use = clock_;
+        return m.base;
+      }
+    }
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%d/fd/%d", pid, theirs.fd);
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      why = std::string("open ") + path + ": " + std::strerror(errno);
+      return nullptr;
+    }
+    struct stat about {};
+    void* base = MAP_FAILED;
+    if (fstat(fd, &about) != 0 || std::uint64_t(about.st_ino) != theirs.inode ||
+        std::size_t(about.st_size) < theirs.bytes) {
+      why = std::string(path) + " is no longer the memfd it named";
+    } else {
+      base = mmap(nullptr, theirs.bytes, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+      if (base == MAP_FAILED) why = std::string("mmap of ") + path + ": " + std::strerror(errno);
+    }
+    close(fd);
+    if (base == MAP_FAILED) return nullptr;
+    if (mappings_.size() == kMostPeerMappings) {
+      auto oldest = std::min_element(
+          mappings_.begin(), mappings_.end(),
+          [](const PeerMapping& a, const PeerMapping& b) { return a.last_use < b.last_use; });
+      munmap(const_cast<std::byte*>(oldest->base), oldest->theirs.bytes);
+      mappings_.erase(oldest);
+    }
+    mappings_.push_back({pid, theirs, static_cast<const std::byte*>(base), clock_});
+    return static_cast<const std::byte*>(base);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<PeerMapping> mappings_;
+  std::uint64_t clock_ = 0;
+};
+
+bool discards(int advice) {
+  return advice == MADV_DONTNEED || advice == MADV_FREE || advice == MADV_REMOVE
+#ifdef MADV_DONTNEED_LOCKED
+         || advice == MADV_DONTNEED_LOCKED
+#endif
+      ;
+}
+
+}  // namespace
+
+std::optional<SharedPages> shared_pages_for(const std::byte* data, std::size_t bytes) {
+  const std::uintptr_t begin = (address(data) + kPage - 1) & ~(kPage - 1);
+  const std::uintptr_t end = (address(data) + bytes) & ~(kPage - 1);
+  if (end <= begin) return std::nullopt;
+  return Registry::instance().pages_for(begin, end);
+}
+
+const std::byte* map_peer_pages(std::int32_t pid, const SharedPages& theirs, std::string& why) {
+  static PeerMappings* mappings = new PeerMappings;  // never destroyed: peers' calls may outlive
+  return mappings->map(pid, theirs, why);
+}
+
+std::size_t shared_page_registrations() {
+  return Registry::instance().count();
+}
+
+}  // namespace shmcoll::shm
+
+// Programs and allocators that discard pages with madvise expect zeros back from private
+// memory, where moved pages would keep their contents (jemalloc counts on it). glibc's own
+// calls do not come through here, and do not count on it.
+extern "C" __attribute__((visibility("default"))) int madvise(void* addr, std::size_t length,
+                                                              int advice) {
+  if (shmcoll::shm::anything_moved.load(std::memory_order_acquire) &&
+      shmcoll::shm::discards(advice) && length > 0) {
+    const auto begin = reinterpret_cast<std::uintptr_t>(addr);
+    shmcoll::shm::Registry::instance().discard(begin, begin + length);
+  }
+  return static_cast<int>(syscall(SYS_madvise, addr, length, advice));
+}

@@ -1,0 +1,347 @@
+// One copy from ordinary buffers (shm/shared_pages.hpp): which memory moves onto shared pages and
+// when, that it keeps its contents, that unmapped, replaced, discarded and forked memory behaves
+// as private memory does; and collectives on real forked ranks whose program frees, reallocates,
+// remaps, forks and unmaps its buffers between calls.
+#include "shm/shared_pages.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "shmcoll/shmcoll.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+using shmcoll::shm::shared_pages_for;
+using shmcoll::shm::SharedPages;
+constexpr std::size_t kPage = 4096;
+
+std::byte* map_private(std::size_t bytes, void* at = nullptr) {
+  void* memory = mmap(at, bytes, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | (at ? MAP_FIXED_NOREPLACE : 0), -1, 0);
+  EXPECT_NE(memory, MAP_FAILED);
+  return static_cast<std::byte*>(memory);
+}
+
+void fill(std::byte* data, std::size_t bytes, unsigned seed) {
+  for (std::size_t i = 0; i < bytes; ++i) data[i] = std::byte((i * 131 + seed * 7) >> 3);
+}
+
+bool holds(const std::byte* data, std::size_t bytes, unsigned seed) {
+  for (std::size_t i = 0; i < bytes; ++i) {
+    if (data[i] != std::byte((i * 131 + seed * 7) >> 3)) return false;
+  }
+  return true;
+}
+
+// Whether the page at `address` is one of the moved pages' mappings.
+bool in_moved_mapping(const void* address) {
+  std::ifstream maps("/proc/self/maps");
+  const auto at = reinterpret_cast<std::uintptr_t>(address);
+  for (std::string line; std::getline(maps, line);) {
+    unsigned long begin = 0, end = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx", &begin, &end) == 2 && begin <= at && at < end) {
+      return line.find("shmcoll-pages") != std::string::npos;
+    }
+  }
+  return false;
+}
+
+// A buffer that does not start or end on a page, moved (its second use). Each at pages no
+// earlier one used, since uses are counted by address.
+struct MovedBuffer {
+  static constexpr std::size_t kMapped = 64 * kPage;
+  static inline int made = 0;
+  const std::size_t skipped = std::size_t(made++ % 32) * kPage;
+  std::byte* reservation = map_private(kMapped + 32 * kPage);
+  std::byte* mapping = reservation + skipped;
+  std::byte* data = mapping + 100;
+  std::size_t bytes = kMapped - 300;
+  SharedPages pages;
+  explicit MovedBuffer(unsigned seed) {
+    fill(data, bytes, seed);
+    EXPECT_FALSE(shared_pages_for(data, bytes)) << "moved on its first use";
+    const auto moved = shared_pages_for(data, bytes);
+    EXPECT_TRUE(moved) << "not moved on its second use";
+    if (moved) pages = *moved;
+  }
+  ~MovedBuffer() { munmap(reservation, kMapped + 32 * kPage); }
+};
+
+TEST(SharedPages, MovesAPrivateBufferOnItsSecondUseKeepingItsContents) {
+  MovedBuffer buffer(1);
+  EXPECT_EQ(buffer.pages.begin, buffer.mapping + kPage);
+  EXPECT_EQ(buffer.pages.bytes, buffer.kMapped - 2 * kPage);
+  EXPECT_TRUE(holds(buffer.data, buffer.bytes, 1));
+  EXPECT_TRUE(in_moved_mapping(buffer.mapping + kPage));
+  EXPECT_FALSE(in_moved_mapping(buffer.mapping)) << "a page shared with other data moved";
+  const auto again = shared_pages_for(buffer.data, buffer.bytes);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->inode, buffer.pages.inode);
+  const auto part = shared_pages_for(buffer.data + 5 * kPage, 3 * kPage);
+  ASSERT_TRUE(part) << "a part of a moved buffer is shared too";
+  EXPECT_EQ(part->inode, buffer.pages.inode);
+}
+
+TEST(SharedPages, NeverMovesTheStackFilesOrSharedMemory) {
+  std::vector<std::byte> stack_ish(1);  // keeps the frame honest
+  alignas(4096) std::byte on_stack[16 * kPage];
+  fill(on_stack, sizeof on_stack, 2);
+  void* shared =
+      mmap(nullptr, 16 * kPage, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  FILE* file = std::tmpfile();
+  ASSERT_EQ(ftruncate(fileno(file), 16 * kPage), 0);
+  void* file_mapped =
+      mmap(nullptr, 16 * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE, fileno(file), 0);
+  for (int use = 0; use < 4; ++use) {
+    EXPECT_FALSE(shared_pages_for(on_stack, sizeof on_stack)) << "the stack moved";
+    EXPECT_FALSE(shared_pages_for(static_cast<std::byte*>(shared), 16 * kPage));
+    EXPECT_FALSE(shared_pages_for(static_cast<std::byte*>(file_mapped), 16 * kPage));
+    EXPECT_FALSE(shared_pages_for(on_stack + 10, kPage)) << "less than a whole page moved";
+  }
+  EXPECT_TRUE(holds(on_stack, sizeof on_stack, 2));
+  munmap(shared, 16 * kPage);
+  munmap(file_mapped, 16 * kPage);
+  std::fclose(file);
+}
+
+TEST(SharedPages, UnmappedOrReplacedPagesAreNotHandedOutAgain) {
+  MovedBuffer whole(3), last_page(3);  // both first, so each first use is at a new address
+  for (MovedBuffer* buffer : {&whole, &last_page}) {
+    const bool only_the_last_page = buffer == &last_page;
+    std::byte* replaced = only_the_last_page ? const_cast<std::byte*>(buffer->pages.begin) +
+                                                   buffer->pages.bytes - kPage
+                                             : buffer->mapping;
+    const std::size_t replaced_bytes = only_the_last_page ? kPage : buffer->kMapped;
+    ASSERT_EQ(munmap(replaced, replaced_bytes), 0);
+    ASSERT_EQ(map_private(replaced_bytes, replaced), replaced);
+    fill(buffer->data, buffer->bytes, 4);  // new contents, same addresses
+    const auto now = shared_pages_for(buffer->data, buffer->bytes);
+    if (now) {
+      EXPECT_NE(now->inode, buffer->pages.inode) << "stale pages handed out";
+      EXPECT_FALSE(only_the_last_page) << "moved again over pages that are partly moved already";
+    }
+    EXPECT_TRUE(holds(buffer->data, buffer->bytes, 4));
+  }
+}
+
+TEST(SharedPages, DiscardedPagesReadAsZerosAsPrivateMemoryDoes) {
+  MovedBuffer buffer(5);
+  std::byte* page = const_cast<std::byte*>(buffer.pages.begin) + 4 * kPage;
+  ASSERT_EQ(madvise(page, 2 * kPage, MADV_DONTNEED), 0);
+  for (std::size_t i = 0; i < 2 * kPage; ++i) ASSERT_EQ(page[i], std::byte{0}) << i;
+  EXPECT_TRUE(holds(buffer.data, std::size_t(page - buffer.data), 5));
+  const std::size_t after = std::size_t(page - buffer.data) + 2 * kPage;
+  for (std::size_t i = after; i < buffer.bytes; ++i) {
+    ASSERT_EQ(buffer.data[i], std::byte((i * 131 + 5 * 7) >> 3)) << i;
+  }
+  EXPECT_FALSE(shared_pages_for(buffer.data, buffer.bytes) &&
+               shared_pages_for(buffer.data, buffer.bytes)->inode == buffer.pages.inode)
+      << "a registration with discarded pages is still handed out";
+}
+
+TEST(SharedPages, AForkedChildGetsPrivateCopiesAndAPeerReadsTheSharedOnes) {
+  MovedBuffer buffer(6);
+  int to_child[2], to_parent[2];
+  ASSERT_EQ(pipe(to_child), 0);
+  ASSERT_EQ(pipe(to_parent), 0);
+  const pid_t parent = getpid();
+  const pid_t child = fork();
+  if (child == 0) {
+    int failures = 0;
+    if (!holds(buffer.data, buffer.bytes, 6)) failures |= 1;
+    if (in_moved_mapping(buffer.pages.begin)) failures |= 2;  // the child's pages are private
+    std::string why;
+    const std::byte* peer = shmcoll::shm::map_peer_pages(parent, buffer.pages, why);
+    if (!peer) failures |= 4;
+    fill(buffer.data, buffer.bytes, 7);  // the parent must not see this
+    char go;
+    if (write(to_parent[1], "r", 1) != 1 || read(to_child[0], &go, 1) != 1) failures |= 8;
+    if (!holds(buffer.data, buffer.bytes, 7)) failures |= 16;  // nor the child the parent's
+    const std::size_t head = std::size_t(buffer.pages.begin - buffer.data);
+    for (std::size_t i = 0; peer && i < buffer.pages.bytes; ++i) {
+      if (peer[i] != std::byte(((i + head) * 131 + 8 * 7) >> 3)) {  // the parent's refill
+        failures |= 32;
+        break;
+      }
+    }
+    _exit(failures);
+  }
+  ASSERT_GT(child, 0);
+  char ready;
+  ASSERT_EQ(read(to_parent[0], &ready, 1), 1);
+  EXPECT_TRUE(holds(buffer.data, buffer.bytes, 6)) << "the child's write reached the parent";
+  fill(buffer.data, buffer.bytes, 8);
+  ASSERT_EQ(write(to_child[1], "g", 1), 1);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "1: contents lost at fork, 2: child still shares, 4: peer cannot map, 16: parent's "
+         "write reached the child, 32: peer does not see the parent's writes";
+  for (int fd : {to_child[0], to_child[1], to_parent[0], to_parent[1]}) close(fd);
+}
+
+// The collectives on ordinary buffers whose program, between calls, rewrites them, frees and
+// allocates them again (often at the same address), reallocates them, moves them with mremap,
+// forks a child that writes them, or unmaps them and maps new memory at the same address.
+struct Shared {
+  std::atomic<int> failures;
+  std::atomic<int> ranks_that_shared;
+};
+
+std::int32_t value(int rank, int round, std::size_t index) {
+  return std::int32_t(std::uint32_t(rank) * 1000003u + std::uint32_t(round) * 7919u +
+                      std::uint32_t(index));
+}
+
+// A program's buffer, from malloc or mmap, and what the program does to it between calls.
+class ProgramBuffer {
+ public:
+  explicit ProgramBuffer(std::size_t bytes) : bytes_(bytes), data_(allocate(bytes)) {}
+  ~ProgramBuffer() { release(); }
+  std::int32_t* data() { return reinterpret_cast<std::int32_t*>(data_ + kOffset); }
+
+  void disturb(int step) {
+    switch (step % 7) {
+      case 1:  // free, then malloc again (often the same address)
+        release();
+        mapped_ = false;
+        data_ = allocate(bytes_);
+        break;
+      case 2:  // realloc larger and back, as glibc does: mremap where it can, else copy
+        if (mapped_) {
+          void* grown = mremap(data_, bytes_, bytes_ + 8 * kPage, MREMAP_MAYMOVE);
+          if (grown == MAP_FAILED) {  // moved pages split the mapping: copy, as realloc does
+            grown = mmap(nullptr, bytes_ + 8 * kPage, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            std::memcpy(grown, data_, bytes_);
+            munmap(data_, bytes_);
+          }
+          data_ = static_cast<std::byte*>(mremap(grown, bytes_ + 8 * kPage, bytes_, 0));
+        } else {
+          data_ = static_cast<std::byte*>(std::realloc(data_, 2 * bytes_));
+          data_ = static_cast<std::byte*>(std::realloc(data_, bytes_));
+        }
+        break;
+      case 3: {  // a child that writes the buffer and exits
+        const pid_t child = fork();
+        if (child == 0) {
+          std::memset(data_, 0x77, bytes_);
+          _exit(0);
+        }
+        waitpid(child, nullptr, 0);
+        break;
+      }
+      case 4:  // from malloc to its own mapping
+        release();
+        mapped_ = true;
+        data_ = allocate(bytes_);
+        break;
+      case 5:  // unmap, and map new memory at the same address
+        if (mapped_) {
+          std::byte* at = data_;
+          munmap(data_, bytes_);
+          data_ = map_private(bytes_, at);
+        }
+        break;
+      case 6:  // discard pages, as allocators do
+        madvise(reinterpret_cast<std::byte*>((reinterpret_cast<std::uintptr_t>(data_) + 3 * kPage) &
+                                             ~(kPage - 1)),
+                5 * kPage, MADV_DONTNEED);
+        break;
+      default:
+        break;
+    }
+  }
+
+ private:
+  static constexpr std::size_t kOffset = 40;  // blocks start inside a page
+  std::byte* allocate(std::size_t bytes) {
+    return mapped_ ? map_private(bytes) : static_cast<std::byte*>(std::malloc(bytes));
+  }
+  void release() {
+    if (mapped_) {
+      munmap(data_, bytes_);
+    } else {
+      std::free(data_);
+    }
+  }
+  std::size_t bytes_;
+  bool mapped_ = false;
+  std::byte* data_;
+};
+
+TEST(SharedPages, CollectivesStayCorrectWhileTheProgramChangesItsBuffers) {
+  auto* shared = shmcoll::testing::shared_block<Shared>();
+  constexpr int p = 3;
+  constexpr std::size_t count = (96 << 10) / 4 + 3;  // blocks of 96 KiB and 12 bytes
+  setenv("SHMCOLL_SHARE_PAGES_MIN", "65536", 1);     // shared from 64 KiB, not 256
+  shmcoll::run(p, {}, [&](shmcoll::Team& team) {
+    const int me = team.rank();
+    const auto n = std::int64_t(count);
+    const std::size_t bytes = count * p * 4 + 2 * kPage;
+    ProgramBuffer send(bytes), recv(bytes);
+    bool shared_at_some_point = false;
+    auto check = [&](const char* what, bool ok) {
+      if (ok) return;
+      std::fprintf(stderr, "rank %d: %s wrong\n", me, what);
+      shared->failures.fetch_add(1);
+    };
+    for (int round = 0; round < 42; ++round) {
+      if (round % 3 == 0) {  // every disturbance of each buffer, some calls apart
+        send.disturb(round / 3);
+        recv.disturb(round / 3 + 4);
+      }
+      for (std::size_t i = 0; i < count * p; ++i) send.data()[i] = value(me, round, i);
+      const int root = round % p;
+      using shmcoll::Dtype;
+
+      team.allgather(send.data(), n, Dtype::i32, recv.data(), n, Dtype::i32);
+      bool ok = true;
+      for (std::size_t i = 0; i < count * p; ++i) {
+        ok = ok && recv.data()[i] == value(int(i / count), round, i % count);
+      }
+      check("allgather", ok);
+
+      team.alltoall(send.data(), n, Dtype::i32, recv.data(), n, Dtype::i32);
+      ok = true;
+      for (std::size_t i = 0; i < count * p; ++i) {
+        ok = ok && recv.data()[i] == value(int(i / count), round, me * count + i % count);
+      }
+      check("alltoall", ok);
+
+      team.scatter(send.data(), n, Dtype::i32, recv.data(), n, Dtype::i32, root);
+      ok = true;
+      for (std::size_t i = 0; i < count; ++i) {
+        ok = ok && recv.data()[i] == value(root, round, me * count + i);
+      }
+      check("scatter", ok);
+
+      team.gather(send.data(), n, Dtype::i32, recv.data(), n, Dtype::i32, root);
+      ok = true;
+      for (std::size_t i = 0; i < count * p && me == root; ++i) {
+        ok = ok && recv.data()[i] == value(int(i / count), round, i % count);
+      }
+      check("gather", ok);
+      shared_at_some_point = shared_at_some_point || shmcoll::shm::shared_page_registrations() > 0;
+    }
+    if (shared_at_some_point) shared->ranks_that_shared.fetch_add(1);
+  });
+  unsetenv("SHMCOLL_SHARE_PAGES_MIN");
+  EXPECT_EQ(shared->failures.load(), 0);
+  EXPECT_EQ(shared->ranks_that_shared.load(), p) << "the one-copy path was not taken";
+}
+
+}  // namespace
