@@ -207,6 +207,12 @@ std::int32_t value(int rank, int round, std::size_t index) {
 }
 
 // A program's buffer, from malloc or mmap, and what the program does to it between calls.
+std::int32_t sum_of(int round, std::size_t index, int ranks) {
+  std::uint32_t sum = 0;
+  for (int rank = 0; rank < ranks; ++rank) sum += std::uint32_t(value(rank, round, index));
+  return std::int32_t(sum);
+}
+
 class ProgramBuffer {
  public:
   explicit ProgramBuffer(std::size_t bytes) : bytes_(bytes), data_(allocate(bytes)) {}
@@ -283,9 +289,16 @@ class ProgramBuffer {
   std::byte* data_;
 };
 
+void exercise_changing_buffers(int p);
+
+// 2 ranks: the reductions read each other's buffers (allreduce_all_read, reduce_root_reads); 3:
+// the exchange engine with more than one peer.
 TEST(SharedPages, CollectivesStayCorrectWhileTheProgramChangesItsBuffers) {
+  for (const int p : {2, 3}) exercise_changing_buffers(p);
+}
+
+void exercise_changing_buffers(int p) {
   auto* shared = shmcoll::testing::shared_block<Shared>();
-  constexpr int p = 3;
   constexpr std::size_t count = (96 << 10) / 4 + 3;  // blocks of 96 KiB and 12 bytes
   setenv("SHMCOLL_SHARE_PAGES_MIN", "65536", 1);     // shared from 64 KiB, not 256
   shmcoll::run(p, {}, [&](shmcoll::Team& team) {
@@ -293,6 +306,7 @@ TEST(SharedPages, CollectivesStayCorrectWhileTheProgramChangesItsBuffers) {
     const auto n = std::int64_t(count);
     const std::size_t bytes = count * p * 4 + 2 * kPage;
     ProgramBuffer send(bytes), recv(bytes);
+    const shmcoll::Op matrix = shmcoll::Op::create(shmcoll::testing::matrix_product, false);
     bool shared_at_some_point = false;
     auto check = [&](const char* what, bool ok) {
       if (ok) return;
@@ -335,6 +349,42 @@ TEST(SharedPages, CollectivesStayCorrectWhileTheProgramChangesItsBuffers) {
         ok = ok && recv.data()[i] == value(int(i / count), round, i % count);
       }
       check("gather", ok);
+
+      // Reductions read every buffer where it is: sums, then 2x2 matrix products in rank order
+      // (a user operation, not commutative, that sees 32-byte units).
+      team.allreduce(send.data(), recv.data(), n * p, Dtype::i32, shmcoll::Op::sum);
+      ok = true;
+      for (std::size_t i = 0; i < count * p; ++i) ok = ok && recv.data()[i] == sum_of(round, i, p);
+      check("allreduce", ok);
+
+      const bool in_place = me == root && round % 2 == 1;
+      if (in_place) std::memcpy(recv.data(), send.data(), count * p * 4);
+      team.reduce(in_place ? shmcoll::in_place : send.data(), recv.data(), n * p, Dtype::i32,
+                  shmcoll::Op::sum, root);
+      ok = true;
+      for (std::size_t i = 0; i < count * p && me == root; ++i) {
+        ok = ok && recv.data()[i] == sum_of(round, i, p);
+      }
+      check(in_place ? "reduce in place" : "reduce", ok);
+
+      const std::int64_t matrices = std::int64_t(count * p * 4 / 32);
+      auto* product = reinterpret_cast<std::uint64_t*>(recv.data());
+      team.allreduce(send.data(), product, matrices * 4, Dtype::u64, matrix);
+      std::vector<std::uint64_t> expected(std::size_t(matrices) * 4);
+      for (int rank = 0; rank < p; ++rank) {
+        std::vector<std::int32_t> theirs(count * p);
+        for (std::size_t i = 0; i < count * p; ++i) theirs[i] = value(rank, round, i);
+        const auto* in = reinterpret_cast<const std::uint64_t*>(theirs.data());
+        if (rank == 0) {
+          std::memcpy(expected.data(), in, expected.size() * 8);
+        } else {
+          shmcoll::testing::matrix_product(expected.data(), const_cast<std::uint64_t*>(in),
+                                           expected.size(), Dtype::u64);
+          std::memcpy(expected.data(), in, expected.size() * 8);
+        }
+      }
+      check("allreduce of matrices",
+            std::memcmp(product, expected.data(), expected.size() * 8) == 0);
       shared_at_some_point = shared_at_some_point || shmcoll::shm::shared_page_registrations() > 0;
     }
     if (shared_at_some_point) shared->ranks_that_shared.fetch_add(1);
@@ -342,6 +392,7 @@ TEST(SharedPages, CollectivesStayCorrectWhileTheProgramChangesItsBuffers) {
   unsetenv("SHMCOLL_SHARE_PAGES_MIN");
   EXPECT_EQ(shared->failures.load(), 0);
   EXPECT_EQ(shared->ranks_that_shared.load(), p) << "the one-copy path was not taken";
+  munmap(shared, sizeof(Shared));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include "coll/chunks.hpp"
 #include "coll/collectives.hpp"
+#include "coll/shared_inputs.hpp"
 #include "coll/store.hpp"
 #include "coll/tree_steps.hpp"
 #include "ops/reduce.hpp"
@@ -109,6 +110,7 @@ void allreduce(Context& ctx, const void* send, void* recv, std::size_t count, Dt
     case Algorithm::allreduce_slices:
       return allreduce_slices(ctx, in, out, count, dtype, op);
     default:
+      if (allreduce_from_shared_pages(ctx, in, out, count, dtype, op)) return;
       return allreduce_all_read(ctx, in, out, count, dtype, op);
   }
 }

@@ -24,7 +24,9 @@ struct Context {
         inputs(rounds_in.size()),
         offsets(rounds_in.size()),
         direct_from(rounds_in.size()),
-        line_arrival(rounds_in.size()) {}
+        line_arrival(rounds_in.size()),
+        peer_pages(rounds_in.size()),
+        cuts(2 * rounds_in.size() + 2) {}
   shm::Rounds& rounds;
   const TeamTunables& tunables;
   const topo::Tree& tree;
@@ -33,7 +35,9 @@ struct Context {
   std::vector<const void*> inputs;
   std::vector<std::size_t> offsets;
   std::vector<char> direct_from;  // the exchange: which senders' blocks were read from their heap
-  std::vector<std::uint32_t> line_arrival;  // the exchange: where blocks arrive in later lines
+  std::vector<std::uint32_t> line_arrival;   // the exchange: where blocks arrive in later lines
+  std::vector<const std::byte*> peer_pages;  // shared_inputs: each peer's shared pages, mapped
+  std::vector<std::size_t> cuts;             // shared_inputs: where the buffers' parts begin
   // Whether the last bcast this rank was the root of, and the last reduce it sent to, found its
   // slot already holding the data (bcast.cpp, reduce.cpp: the next one moves in pieces).
   bool bcast_data_was_unchanged = false;
