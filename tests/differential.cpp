@@ -366,6 +366,19 @@ bool close_enough(const Reduction& reduction, const std::byte* got, const std::b
   return true;
 }
 
+std::byte* kept_buffer() {
+  static std::byte* const kept = static_cast<std::byte*>(std::malloc(kKeptBytes));
+  return kept;
+}
+
+// Where a call sends from the kept buffer (16-byte aligned, as any element needs), or nullptr
+// when it does not.
+std::byte* in_kept_buffer(const Team& team, const Call& call, std::size_t bytes) {
+  const std::size_t offset = (call.seed % 61) * 16 + ((call.seed >> 3) % 2) * 4096;
+  const bool chosen = (call.seed >> 9) % 2 == 0 && team.size() <= kMostKeptRanks;
+  return chosen && bytes > 0 && offset + bytes <= kKeptBytes ? kept_buffer() + offset : nullptr;
+}
+
 std::string check_reduction(Team& team, const Call& call, const std::vector<Reduction>& reductions,
                             std::uint64_t& digest, std::uint64_t& common_digest) {
   const int me = team.rank(), p = team.size();
@@ -388,7 +401,9 @@ std::string check_reduction(Team& team, const Call& call, const std::vector<Redu
       initial_bytes(call, me, 'r', (in_place ? total : result_count) * element_bytes);
   if (in_place) recv = input;
   const std::vector<std::byte> before = recv;
-  const void* send = in_place ? shmcoll::in_place : input.data();
+  std::byte* kept = in_place ? nullptr : in_kept_buffer(team, call, input.size());
+  if (kept) std::copy(input.begin(), input.end(), kept);
+  const void* send = in_place ? shmcoll::in_place : kept ? kept : input.data();
   const auto dtype = reduction.dtype;
   const Op& op = reduction.op;
   switch (call.kind) {
@@ -488,11 +503,14 @@ std::string check_movement(Team& team, const Call& call, const TypeMenu& menu,
   const bool at_root = me == root;
   const Sides sides = sides_of(call, me, p, menu);
   const std::vector<std::byte> send_bytes = initial_bytes(call, me, 's', sides.send.buffer_bytes);
-  // Half the calls send from Team::allocate memory, where receivers may read it directly.
+  // Half the calls send from Team::allocate memory, where receivers may read it directly; of
+  // the others, half from the kept buffer (shared pages), when it holds them.
   const bool from_heap = (call.seed >> 7) % 2 == 0 && !send_bytes.empty();
-  std::vector<std::byte> private_send = from_heap ? std::vector<std::byte>{} : send_bytes;
-  const std::span<std::byte> send =
-      from_heap ? team.allocate<std::byte>(send_bytes.size()) : std::span<std::byte>(private_send);
+  std::byte* const kept = from_heap ? nullptr : in_kept_buffer(team, call, send_bytes.size());
+  std::vector<std::byte> private_send = from_heap || kept ? std::vector<std::byte>{} : send_bytes;
+  const std::span<std::byte> send = from_heap ? team.allocate<std::byte>(send_bytes.size())
+                                    : kept    ? std::span<std::byte>(kept, send_bytes.size())
+                                              : std::span<std::byte>(private_send);
   std::copy(send_bytes.begin(), send_bytes.end(), send.begin());
   std::vector<std::byte> recv = initial_bytes(call, me, 'r', sides.recv.buffer_bytes);
   const std::vector<std::byte>& send_before = send_bytes;
@@ -573,6 +591,15 @@ std::string check_movement(Team& team, const Call& call, const TypeMenu& menu,
 }
 
 }  // namespace
+
+void share_kept_buffer(Team& team) {
+  if (team.size() > kMostKeptRanks) return;
+  std::vector<std::byte> everyone(kKeptBytes * std::size_t(team.size()));
+  for (int call = 0; call < 2; ++call) {
+    team.allgather(kept_buffer(), std::int64_t(kKeptBytes), Dtype::u8, everyone.data(),
+                   std::int64_t(kKeptBytes), Dtype::u8);
+  }
+}
 
 std::string run_and_check(Team& team, const Call& call, const TypeMenu& menu,
                           const std::vector<Reduction>& reductions, std::uint64_t& digest,

@@ -55,6 +55,15 @@ struct Call {
 // The call with index `index` of the sequence `seed` for a team of p; one call in ten has up to
 // `largest` elements (i32 times 6 per rank pair for data movement), the rest at most 3000.
 inline constexpr std::int64_t kLargestElements = 40000;
+// A private buffer each rank keeps for a whole sequence, whose pages its peers read directly
+// (shm/shared_pages.hpp) once share_kept_buffer has run on every rank: a buffer's pages move on
+// its second call, and that makes two allgathers from all of it. Teams of up to kMostKeptRanks
+// (the allgathers receive p times the buffer). Calls then send from it when they fit, at offsets
+// that vary.
+inline constexpr std::size_t kKeptBytes = 1 << 20;
+inline constexpr int kMostKeptRanks = 8;
+void share_kept_buffer(Team& team);
+
 Call describe_call(std::uint64_t seed, int index, int p, const TypeMenu& menu,
                    const std::vector<Reduction>& reductions,
                    std::int64_t largest = kLargestElements);
