@@ -300,7 +300,9 @@ TEST(SharedPages, CollectivesStayCorrectWhileTheProgramChangesItsBuffers) {
 void exercise_changing_buffers(int p) {
   auto* shared = shmcoll::testing::shared_block<Shared>();
   constexpr std::size_t count = (96 << 10) / 4 + 3;  // blocks of 96 KiB and 12 bytes
-  setenv("SHMCOLL_SHARE_PAGES_MIN", "65536", 1);     // shared from 64 KiB, not 256
+  // Shared from 64 KiB, not 256; a slot of 128 KiB, so that bcast (from a slot up) shares too.
+  setenv("SHMCOLL_SHARE_PAGES_MIN", "65536", 1);
+  setenv("SHMCOLL_SLOT_BYTES", "131072", 1);
   shmcoll::run(p, {}, [&](shmcoll::Team& team) {
     const int me = team.rank();
     const auto n = std::int64_t(count);
@@ -350,6 +352,14 @@ void exercise_changing_buffers(int p) {
       }
       check("gather", ok);
 
+      team.bcast(me == root ? static_cast<void*>(send.data()) : recv.data(), n * p, Dtype::i32,
+                 root);
+      ok = true;
+      for (std::size_t i = 0; i < count * p && me != root; ++i) {
+        ok = ok && recv.data()[i] == value(root, round, i);
+      }
+      check("bcast", ok);
+
       // Reductions read every buffer where it is: sums, then 2x2 matrix products in rank order
       // (a user operation, not commutative, that sees 32-byte units).
       team.allreduce(send.data(), recv.data(), n * p, Dtype::i32, shmcoll::Op::sum);
@@ -390,6 +400,7 @@ void exercise_changing_buffers(int p) {
     if (shared_at_some_point) shared->ranks_that_shared.fetch_add(1);
   });
   unsetenv("SHMCOLL_SHARE_PAGES_MIN");
+  unsetenv("SHMCOLL_SLOT_BYTES");
   EXPECT_EQ(shared->failures.load(), 0);
   EXPECT_EQ(shared->ranks_that_shared.load(), p) << "the one-copy path was not taken";
   munmap(shared, sizeof(Shared));

@@ -5,6 +5,7 @@
 
 #include "coll/chunks.hpp"
 #include "coll/collectives.hpp"
+#include "coll/shared_inputs.hpp"
 #include "coll/store.hpp"
 #include "coll/tree_steps.hpp"
 
@@ -88,6 +89,38 @@ void bcast_one_slot(Context& ctx, const Block& data, std::size_t bytes, std::uin
   }
 }
 
+// The root's buffer read where it is, when its pages are shared (shared_inputs.hpp): readers
+// copy straight out of it, one copy where the slots take two, and the root returns once every
+// reader has released it. When they are not, the call goes on as usual, one round later. From a
+// slot's length up: below it, a slot in pieces already overlaps the two copies (2 ranks, 256 KiB:
+// 0.86-1.04x; 1 MiB one call after a barrier 25.7 -> 22.3 us, 4 MiB 136 -> 115).
+bool bcast_from_shared_pages(Context& ctx, const Block& data, std::size_t bytes,
+                             std::uint32_t root) {
+  if (bytes < ctx.rounds.slot_bytes() || !sharing_applies(ctx, bytes)) return false;
+  shm::Rounds& rounds = ctx.rounds;
+  const std::uint32_t round = rounds.begin();
+  if (rounds.rank() == root) {
+    const std::byte* first = data.type->is_contiguous() ? data.base + data.type->lb() : nullptr;
+    if (post_buffer_note(ctx, round, first, bytes, shm::kLineBytes).fd < 0) return false;
+    for (std::uint32_t peer = 0; peer < rounds.size(); ++peer) {
+      if (peer != root) rounds.wait_released(peer, round);
+    }
+    return true;
+  }
+  rounds.publish(round);
+  const BufferNote note = buffer_note_of(ctx, root, round);
+  if (note.fd < 0) return false;
+  const std::byte* pages = map_shared_buffer(ctx, root, note);
+  const std::byte* slot = rounds.slot(root, round);
+  data.type->unpack_range(slot, data.count, 0, note.head, data.base);
+  data.type->unpack_range(pages + note.offset, data.count, note.head, note.tail_from - note.head,
+                          data.base);
+  data.type->unpack_range(slot + note.head, data.count, note.tail_from, bytes - note.tail_from,
+                          data.base);
+  rounds.release(round);
+  return true;
+}
+
 }  // namespace
 
 void bcast(Context& ctx, const Block& data, int root) {
@@ -102,6 +135,7 @@ void bcast(Context& ctx, const Block& data, int root) {
         pass_down_tree(ctx, data, first, n, root_rank);
       });
     default:
+      if (bcast_from_shared_pages(ctx, data, bytes, root_rank)) return;
       if (bytes <= ctx.rounds.slot_bytes()) return bcast_one_slot(ctx, data, bytes, root_rank);
       return bcast_chunks(ctx, data, bytes, root_rank);
   }

@@ -12,51 +12,14 @@
 
 namespace shmcoll::coll {
 
-namespace {
+static_assert(sizeof(BufferNote) <= shm::kMessageBytes);
 
-// Where a rank's send buffer is: bytes [head, tail_from) in its memfd from `offset`; the rest
-// (before head, then from tail_from) in its slot of the call's round, one after the other.
-struct InputNote {
-  std::int32_t fd;  // -1: not shared
-  std::uint32_t head;
-  std::uint64_t inode;
-  std::uint64_t memfd_bytes;
-  std::uint64_t offset;
-  std::uint64_t tail_from;
-};
-static_assert(sizeof(InputNote) <= shm::kMessageBytes);
+namespace {
 
 // The parts of the buffer split where a user operation may see a run begin: on 64-byte
 // boundaries of the message (limits.md), and whole elements.
 std::size_t split_unit(Dtype dtype) {
   return std::lcm<std::size_t>(64, dtype_size(dtype));
-}
-
-InputNote my_note(const Context& ctx, const std::byte* send, std::size_t bytes, Dtype dtype) {
-  InputNote note{-1, 0, 0, 0, 0, 0};
-  const std::optional<shm::SharedPages> pages = shm::shared_pages_for(send, bytes);
-  if (!pages) return note;
-  const std::size_t unit = split_unit(dtype);
-  const std::byte* pages_end = pages->begin + pages->bytes;
-  const std::size_t before = pages->begin > send ? std::size_t(pages->begin - send) : 0;
-  const std::size_t head = (before + unit - 1) / unit * unit;
-  const std::size_t tail_from =
-      std::min<std::size_t>(bytes, std::size_t(pages_end - send)) / unit * unit;
-  if (tail_from <= head || head + (bytes - tail_from) > ctx.rounds.slot_bytes()) return note;
-  return {pages->fd,
-          std::uint32_t(head),
-          pages->inode,
-          pages->bytes,
-          std::uint64_t(send + head - pages->begin),
-          tail_from};
-}
-
-// Byte `at` of `source`'s buffer (read from its note and pages).
-const std::byte* locate(const InputNote& note, const std::byte* pages, const std::byte* slot,
-                        std::size_t at) {
-  if (at < note.head) return slot + at;
-  if (at < note.tail_from) return pages + note.offset + (at - note.head);
-  return slot + note.head + (at - note.tail_from);
 }
 
 // The reader: recv = every rank's buffer reduced, in rank order, part by part, where a part
@@ -67,25 +30,14 @@ void reduce_inputs(Context& ctx, std::uint32_t round, const std::byte* send, std
   const std::uint32_t me = rounds.rank();
   const std::size_t element_bytes = dtype_size(dtype);
   const std::size_t bytes = count * element_bytes;
-  auto note_of = [&](std::uint32_t peer) {
-    InputNote theirs;
-    std::memcpy(&theirs, rounds.wait_message(peer, round), sizeof theirs);
-    return theirs;
-  };
+  auto note_of = [&](std::uint32_t peer) { return buffer_note_of(ctx, peer, round); };
   std::size_t cut_count = 0;
   ctx.cuts[cut_count++] = 0;
   ctx.cuts[cut_count++] = bytes;
   for (std::uint32_t peer = 0; peer < rounds.size(); ++peer) {
     if (peer == me) continue;
-    const InputNote theirs = note_of(peer);
-    std::string why;
-    ctx.peer_pages[peer] =
-        shm::map_peer_pages(rounds.segment().profile(peer).pid.load(std::memory_order_relaxed),
-                            {nullptr, theirs.memfd_bytes, theirs.fd, theirs.inode}, why);
-    if (!ctx.peer_pages[peer]) {
-      fail(Errc::system_error, "rank ", me, ": cannot map the send buffer rank ", peer, " shares (",
-           why, "); SHMCOLL_SHARE_PAGES_MIN=0 turns sharing off");
-    }
+    const BufferNote theirs = note_of(peer);
+    ctx.peer_pages[peer] = map_shared_buffer(ctx, peer, theirs);
     ctx.cuts[cut_count++] = theirs.head;
     ctx.cuts[cut_count++] = theirs.tail_from;
   }
@@ -105,31 +57,73 @@ void reduce_inputs(Context& ctx, std::uint32_t round, const std::byte* send, std
 
 }  // namespace
 
+bool sharing_applies(const Context& ctx, std::size_t bytes) {
+  const std::uint64_t least = ctx.tunables.share_pages_min;
+  return least > 0 && bytes >= least && !ctx.tree_shape.ranks_share_cpus;
+}
+
+BufferNote post_buffer_note(Context& ctx, std::uint32_t round, const std::byte* send,
+                            std::size_t bytes, std::size_t unit) {
+  shm::Rounds& rounds = ctx.rounds;
+  BufferNote note{-1, 0, 0, 0, 0, 0};
+  const std::optional<shm::SharedPages> pages =
+      send ? shm::shared_pages_for(send, bytes) : std::nullopt;
+  if (pages) {
+    const std::byte* pages_end = pages->begin + pages->bytes;
+    const std::size_t before = pages->begin > send ? std::size_t(pages->begin - send) : 0;
+    const std::size_t head = (before + unit - 1) / unit * unit;
+    const std::size_t tail_from =
+        std::min<std::size_t>(bytes, std::size_t(pages_end - send)) / unit * unit;
+    if (tail_from > head && head + (bytes - tail_from) <= rounds.slot_bytes()) {
+      note = {pages->fd,
+              std::uint32_t(head),
+              pages->inode,
+              pages->bytes,
+              std::uint64_t(send + head - pages->begin),
+              tail_from};
+      rounds.wait_slot_free(round);
+      std::byte* slot = rounds.slot(rounds.rank(), round);
+      std::memcpy(slot, send, note.head);
+      std::memcpy(slot + note.head, send + note.tail_from, bytes - note.tail_from);
+    }
+  }
+  rounds.publish_message(round, &note, sizeof note);
+  return note;
+}
+
+BufferNote buffer_note_of(Context& ctx, std::uint32_t rank, std::uint32_t round) {
+  BufferNote note;
+  std::memcpy(&note, ctx.rounds.wait_message(rank, round), sizeof note);
+  return note;
+}
+
+const std::byte* map_shared_buffer(Context& ctx, std::uint32_t rank, const BufferNote& note) {
+  std::string why;
+  const std::byte* pages =
+      shm::map_peer_pages(ctx.rounds.segment().profile(rank).pid.load(std::memory_order_relaxed),
+                          {nullptr, note.memfd_bytes, note.fd, note.inode}, why);
+  if (!pages) {
+    fail(Errc::system_error, "rank ", ctx.rounds.rank(), ": cannot map the send buffer rank ", rank,
+         " shares (", why, "); SHMCOLL_SHARE_PAGES_MIN=0 turns sharing off");
+  }
+  return pages;
+}
+
 bool allreduce_from_shared_pages(Context& ctx, const std::byte* send, std::byte* recv,
                                  std::size_t count, Dtype dtype, const Op& op) {
   shm::Rounds& rounds = ctx.rounds;
-  const std::size_t bytes = count * dtype_size(dtype);
-  const std::uint64_t least = ctx.tunables.share_pages_min;
   // In place, every rank is (the standard asks it of all), so all skip alike.
-  if (least == 0 || bytes < least || ctx.tree_shape.ranks_share_cpus || split_unit(dtype) > 4096 ||
+  if (!sharing_applies(ctx, count * dtype_size(dtype)) || split_unit(dtype) > 4096 ||
       send == recv) {
     return false;
   }
   const std::uint32_t me = rounds.rank();
-  const InputNote note = my_note(ctx, send, bytes, dtype);
   const std::uint32_t round = rounds.begin();
-  if (note.fd >= 0) {
-    rounds.wait_slot_free(round);
-    std::byte* slot = rounds.slot(me, round);
-    std::memcpy(slot, send, note.head);
-    std::memcpy(slot + note.head, send + note.tail_from, bytes - note.tail_from);
-  }
-  rounds.publish_message(round, &note, sizeof note);
+  const BufferNote mine =
+      post_buffer_note(ctx, round, send, count * dtype_size(dtype), split_unit(dtype));
   // Every rank reads every note, so that all decide alike.
-  for (std::uint32_t peer = 0; peer < rounds.size(); ++peer) {
-    InputNote theirs = note;
-    if (peer != me) std::memcpy(&theirs, rounds.wait_message(peer, round), sizeof theirs);
-    if (theirs.fd < 0) return false;
+  for (std::uint32_t rank = 0; rank < rounds.size(); ++rank) {
+    if ((rank == me ? mine : buffer_note_of(ctx, rank, round)).fd < 0) return false;
   }
   reduce_inputs(ctx, round, send, recv, count, dtype, op);
   rounds.release(round);

@@ -1,22 +1,55 @@
-// An allreduce that reads its peers' send buffers where they are: in the buffers' shared pages
-// (shm/shared_pages.hpp), with no copy into the slots. Round one's message line carries each
-// rank's note (where its buffer is shared); the bytes of its buffer in the partly used pages at
-// its ends travel in its slot. The call takes this path only when every rank's note says its
-// buffer is shared: every rank reads the same notes, so all agree. Otherwise the caller goes on
-// with its usual algorithm, one round later. Not for reduce: its root alone reads, and out of
-// the senders' buffers it measured no faster than out of the slots they fill at the same time
-// (2 ranks, 1-4 MiB: 0.86-1.19x).
+// Collectives that read a peer's send buffer where it is: in the buffer's shared pages
+// (shm/shared_pages.hpp), with no copy into the slots. In the call's first round each rank whose
+// buffer is read posts a note in its message line (where its buffer is shared, or that it is
+// not); the bytes of its buffer in the partly used pages at its ends travel in its slot. A call
+// takes this path only when the notes of every rank whose buffer is read say shared: every rank
+// reads the same notes, so all agree. Otherwise the caller goes on with its usual algorithm, one
+// round later. Used by bcast (its root's buffer) and the 2-rank allreduce (every rank's); not
+// reduce, whose root alone reads, and out of the senders' buffers it measured no faster than out
+// of the slots they fill at the same time (2 ranks, 1-4 MiB: 0.86-1.19x).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "coll/collectives.hpp"
 
 namespace shmcoll::coll {
 
+// A send buffer's bytes [head, tail_from) are at `offset` in its owner's memfd; the rest (before
+// head, then from tail_from) in its owner's slot of the round, one after the other.
+struct BufferNote {
+  std::int32_t fd;  // -1: not shared
+  std::uint32_t head;
+  std::uint64_t inode;
+  std::uint64_t memfd_bytes;
+  std::uint64_t offset;
+  std::uint64_t tail_from;
+};
+
+// Whether a call of `bytes` may read buffers where they are (SHMCOLL_SHARE_PAGES_MIN; not where
+// ranks share CPUs, where the extra round may cost a switch).
+bool sharing_applies(const Context& ctx, std::size_t bytes);
+
+// Publishes my note for `bytes` at `send` (nullptr: not shared) in `round`, which has begun,
+// after writing the bytes outside the shared pages into my slot; the shared part starts and ends
+// on multiples of `unit` bytes. Returns the note.
+BufferNote post_buffer_note(Context& ctx, std::uint32_t round, const std::byte* send,
+                            std::size_t bytes, std::size_t unit);
+BufferNote buffer_note_of(Context& ctx, std::uint32_t rank, std::uint32_t round);
+
+// `rank`'s shared pages (fails with system_error when they cannot be mapped), and where byte
+// `at` of its buffer is read.
+const std::byte* map_shared_buffer(Context& ctx, std::uint32_t rank, const BufferNote& note);
+inline const std::byte* locate(const BufferNote& note, const std::byte* pages,
+                               const std::byte* slot, std::size_t at) {
+  if (at < note.head) return slot + at;
+  if (at < note.tail_from) return pages + note.offset + (at - note.head);
+  return slot + note.head + (at - note.tail_from);
+}
+
 // Every rank reduces every rank's buffer itself, in rank order (allreduce_all_read's result);
-// true when the call was done this way. For large calls (SHMCOLL_SHARE_PAGES_MIN) on ranks with
-// CPUs of their own, not in place.
+// true when the call was done this way. Not in place.
 bool allreduce_from_shared_pages(Context& ctx, const std::byte* send, std::byte* recv,
                                  std::size_t count, Dtype dtype, const Op& op);
 
