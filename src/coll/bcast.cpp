@@ -110,13 +110,7 @@ bool bcast_from_shared_pages(Context& ctx, const Block& data, std::size_t bytes,
   rounds.publish(round);
   const BufferNote note = buffer_note_of(ctx, root, round);
   if (note.fd < 0) return false;
-  const std::byte* pages = map_shared_buffer(ctx, root, note);
-  const std::byte* slot = rounds.slot(root, round);
-  data.type->unpack_range(slot, data.count, 0, note.head, data.base);
-  data.type->unpack_range(pages + note.offset, data.count, note.head, note.tail_from - note.head,
-                          data.base);
-  data.type->unpack_range(slot + note.head, data.count, note.tail_from, bytes - note.tail_from,
-                          data.base);
+  unpack_shared(data, note, map_shared_buffer(ctx, root, note), rounds.slot(root, round));
   rounds.release(round);
   return true;
 }

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <optional>
 
+#include "coll/shared_inputs.hpp"
 #include "coll/store.hpp"
 #include "shm/shared_pages.hpp"
 #include "util/fail.hpp"
@@ -22,19 +23,9 @@ enum Mode : std::uint16_t { in_slots, in_line, in_heap, in_lines, in_pages };
 constexpr std::size_t kHeaderBytes = sizeof(LineHeader);
 constexpr std::size_t kLinePayload = shm::kMessageBytes - kHeaderBytes;
 
-// in_pages: what a sender puts at the start of each receiver's slot region. A block's bytes in
-// the sender's shared pages (shm/shared_pages.hpp) are read from there; the bytes before and
-// after them (in partly used pages at the buffer's ends, less than a page each) follow the note.
-struct PagesNote {
-  std::int32_t fd;
-  std::uint32_t head;  // bytes before the shared part
-  std::uint64_t inode;
-  std::uint64_t memfd_bytes;
-  std::uint64_t offset;  // of the shared part in the memfd
-  std::uint64_t shared;
-  std::uint64_t tail;  // bytes after the shared part
-};
-constexpr std::size_t kPagesRegionMin = sizeof(PagesNote) + 2 * shm::kPageBytes;
+// in_pages: each receiver's slot region starts with the note on its block (shared_inputs.hpp),
+// then the block's bytes in the partly used pages at the buffer's ends, less than a page each.
+constexpr std::size_t kPagesRegionMin = sizeof(BufferNote) + 2 * shm::kPageBytes;
 
 // A root's blocks that overflow one line but each fit one (scatter of small blocks to many
 // ranks) fill the message lines of consecutive rounds, `per_line` blocks `stride` bytes apart in
@@ -195,48 +186,24 @@ class Exchange {
   // in_pages: the note for `block` and the bytes of it outside the shared pages, into `region`.
   void post_pages_note(const Block& block, std::byte* region) const {
     const std::byte* data = block.base + block.type->lb();
-    const std::byte* pages_end = pages_->begin + pages_->bytes;
-    const std::byte* shared_begin = std::clamp(data, pages_->begin, pages_end);
-    const std::byte* shared_end = std::clamp(data + block.bytes(), pages_->begin, pages_end);
-    PagesNote note{pages_->fd,
-                   std::uint32_t(shared_end > shared_begin ? shared_begin - data : block.bytes()),
-                   pages_->inode,
-                   pages_->bytes,
-                   std::uint64_t(shared_begin - pages_->begin),
-                   std::uint64_t(shared_end - shared_begin),
-                   0};
-    note.tail = block.bytes() - note.head - note.shared;
+    const BufferNote note = note_on(*pages_, data, block.bytes(), 1);
     std::memcpy(region, &note, sizeof note);
-    std::memcpy(region + sizeof note, data, note.head);
-    std::memcpy(region + sizeof note + note.head, data + note.head + note.shared, note.tail);
+    copy_outside(note, data, region + sizeof note);
   }
 
   // in_pages: the block `in` from `source`, whose note is at `region`.
   void receive_from_pages(std::uint32_t source, const Block& in, const std::byte* region) {
-    PagesNote note;
+    BufferNote note;
     std::memcpy(&note, region, sizeof note);
-    if (note.head + note.shared + note.tail < in.bytes() ||
-        note.head + note.tail > 2 * shm::kPageBytes || note.offset > note.memfd_bytes ||
-        note.shared > note.memfd_bytes - note.offset) {
-      fail(Errc::invalid_argument, "rank ", me_, ": rank ", source, " sent a block of ",
-           note.head + note.shared + note.tail, " bytes, shorter than the ", in.bytes(),
-           " bytes this rank expects (mismatched counts)");
+    const std::uint64_t shared = note.tail_from - note.head;
+    if (note.bytes < in.bytes() || note.tail_from < note.head || note.tail_from > note.bytes ||
+        note.outside() > 2 * shm::kPageBytes || note.offset > note.memfd_bytes ||
+        shared > note.memfd_bytes - note.offset) {
+      fail(Errc::invalid_argument, "rank ", me_, ": rank ", source, " sent a block of ", note.bytes,
+           " bytes, shorter than the ", in.bytes(), " bytes this rank expects (mismatched counts)");
     }
-    const std::byte* outside = region + sizeof note;
-    in.type->unpack_range(outside, in.count, 0, note.head, in.base);
-    if (note.shared > 0) {
-      std::string why;
-      const shm::SharedPages theirs{nullptr, note.memfd_bytes, note.fd, note.inode};
-      const std::byte* pages = shm::map_peer_pages(
-          rounds_.segment().profile(source).pid.load(std::memory_order_relaxed), theirs, why);
-      if (!pages) {
-        fail(Errc::system_error, "rank ", me_, ": cannot map the send buffer rank ", source,
-             " shares (", why, "); SHMCOLL_SHARE_PAGES_MIN=0 turns sharing off");
-      }
-      in.type->unpack_range(pages + note.offset, in.count, note.head, note.shared, in.base);
-    }
-    in.type->unpack_range(outside + note.head, in.count, note.head + note.shared, note.tail,
-                          in.base);
+    unpack_shared(in, note, shared > 0 ? map_shared_buffer(ctx_, source, note) : nullptr,
+                  region + sizeof note);
   }
 
   // My blocks (or their first pieces, or their heap offsets) and my round count, at once.

@@ -62,29 +62,45 @@ bool sharing_applies(const Context& ctx, std::size_t bytes) {
   return least > 0 && bytes >= least && !ctx.tree_shape.ranks_share_cpus;
 }
 
+BufferNote note_on(const shm::SharedPages& pages, const std::byte* data, std::size_t bytes,
+                   std::size_t unit) {
+  const auto within = [&](const std::byte* at) {
+    return std::size_t(std::clamp<std::ptrdiff_t>(at - data, 0, std::ptrdiff_t(bytes)));
+  };
+  const std::size_t head = std::min(bytes, (within(pages.begin) + unit - 1) / unit * unit);
+  const std::size_t tail_from = std::max(head, within(pages.begin + pages.bytes) / unit * unit);
+  const std::uint64_t offset = tail_from > head ? std::uint64_t(data + head - pages.begin) : 0;
+  return {pages.fd, std::uint32_t(head), pages.inode, pages.bytes, offset, tail_from, bytes};
+}
+
+void copy_outside(const BufferNote& note, const std::byte* data, std::byte* to) {
+  std::memcpy(to, data, note.head);
+  std::memcpy(to + note.head, data + note.tail_from, note.bytes - note.tail_from);
+}
+
+void unpack_shared(const Block& to, const BufferNote& note, const std::byte* pages,
+                   const std::byte* outside) {
+  to.type->unpack_range(outside, to.count, 0, note.head, to.base);
+  if (note.tail_from > note.head) {
+    to.type->unpack_range(pages + note.offset, to.count, note.head, note.tail_from - note.head,
+                          to.base);
+  }
+  to.type->unpack_range(outside + note.head, to.count, note.tail_from, note.bytes - note.tail_from,
+                        to.base);
+}
+
 BufferNote post_buffer_note(Context& ctx, std::uint32_t round, const std::byte* send,
                             std::size_t bytes, std::size_t unit) {
   shm::Rounds& rounds = ctx.rounds;
-  BufferNote note{-1, 0, 0, 0, 0, 0};
+  BufferNote note{-1, 0, 0, 0, 0, 0, bytes};
   const std::optional<shm::SharedPages> pages =
       send ? shm::shared_pages_for(send, bytes) : std::nullopt;
   if (pages) {
-    const std::byte* pages_end = pages->begin + pages->bytes;
-    const std::size_t before = pages->begin > send ? std::size_t(pages->begin - send) : 0;
-    const std::size_t head = (before + unit - 1) / unit * unit;
-    const std::size_t tail_from =
-        std::min<std::size_t>(bytes, std::size_t(pages_end - send)) / unit * unit;
-    if (tail_from > head && head + (bytes - tail_from) <= rounds.slot_bytes()) {
-      note = {pages->fd,
-              std::uint32_t(head),
-              pages->inode,
-              pages->bytes,
-              std::uint64_t(send + head - pages->begin),
-              tail_from};
+    const BufferNote shared = note_on(*pages, send, bytes, unit);
+    if (shared.tail_from > shared.head && shared.outside() <= rounds.slot_bytes()) {
+      note = shared;
       rounds.wait_slot_free(round);
-      std::byte* slot = rounds.slot(rounds.rank(), round);
-      std::memcpy(slot, send, note.head);
-      std::memcpy(slot + note.head, send + note.tail_from, bytes - note.tail_from);
+      copy_outside(note, send, rounds.slot(rounds.rank(), round));
     }
   }
   rounds.publish_message(round, &note, sizeof note);

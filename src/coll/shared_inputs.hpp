@@ -6,18 +6,23 @@
 // reads the same notes, so all agree. Otherwise the caller goes on with its usual algorithm, one
 // round later. Used by bcast (its root's buffer) and the 2-rank allreduce (every rank's); not
 // reduce, whose root alone reads, and out of the senders' buffers it measured no faster than out
-// of the slots they fill at the same time (2 ranks, 1-4 MiB: 0.86-1.19x).
+// of the slots they fill at the same time (2 ranks, 1-4 MiB: 0.86-1.19x). The exchange engine
+// writes the same notes, one per block, into its slot regions (exchange.cpp, in_pages).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "coll/collectives.hpp"
+#include "shm/shared_pages.hpp"
 
 namespace shmcoll::coll {
 
-// A send buffer's bytes [head, tail_from) are at `offset` in its owner's memfd; the rest (before
-// head, then from tail_from) in its owner's slot of the round, one after the other.
+// A send buffer (or block) of `bytes`: its bytes [head, tail_from) are at `offset` in its
+// owner's memfd; the rest (before head, then from tail_from) travel beside the note, one after
+// the other: in its owner's slot of the round (bcast, allreduce) or after the note in the slot
+// region (the exchange engine). The shared part may be empty (a block inside a partly used end
+// page).
 struct BufferNote {
   std::int32_t fd;  // -1: not shared
   std::uint32_t head;
@@ -25,7 +30,20 @@ struct BufferNote {
   std::uint64_t memfd_bytes;
   std::uint64_t offset;
   std::uint64_t tail_from;
+  std::uint64_t bytes;
+
+  std::uint64_t outside() const { return head + (bytes - tail_from); }
 };
+
+// The note on `bytes` at `data` within `pages`; the shared part starts and ends on multiples of
+// `unit` bytes from `data`.
+BufferNote note_on(const shm::SharedPages& pages, const std::byte* data, std::size_t bytes,
+                   std::size_t unit);
+// The bytes of `data` outside its shared part, to `to` (note.outside() of them).
+void copy_outside(const BufferNote& note, const std::byte* data, std::byte* to);
+// A reader's side: `to` from the owner's mapped `pages` and the bytes `outside` them.
+void unpack_shared(const Block& to, const BufferNote& note, const std::byte* pages,
+                   const std::byte* outside);
 
 // Whether a call of `bytes` may read buffers where they are (SHMCOLL_SHARE_PAGES_MIN; not where
 // ranks share CPUs, where the extra round may cost a switch).
