@@ -4,12 +4,14 @@
  * rank's time per call (MPI_MAX). Rank 0 prints the median, min and max, then a line
  * "# samples BYTES t1 ... tN" (us, in order) that shmcoll-bench --vs reads.
  * With --single, a sample is one call after a barrier instead, on buffers fresh from calloc
- * (harness_method.h), as OSU and IMB measure.
- * Usage: mpi_coll_bench COLL SIZES [SAMPLES] [--vary-data] [--single] [--char], f32 (--char:
- * MPI_CHAR, OSU's default type) and sum. COLL is any
- * collective shmcoll-bench knows; SIZES follow its convention (OSU's): the vector for reductions,
- * including reduce_scatter, and the block per rank pair for scatter, gather, allgather and alltoall
- * and their v/w forms; also iallreduce (MPI_Iallreduce, then MPI_Wait). --vary-data and the batch sizing: bench/harness_method.h. */
+ * (harness_method.h), as OSU and IMB measure. With --alloc-mem, buffers come from MPI_Alloc_mem
+ * and are written before timing, in both methods.
+ * Usage: mpi_coll_bench COLL SIZES [SAMPLES] [--vary-data] [--single] [--char] [--alloc-mem],
+ * f32 (--char: MPI_CHAR, OSU's default type) and sum. COLL is any collective shmcoll-bench knows;
+ * SIZES follow its convention (OSU's): the vector for reductions, including reduce_scatter, and the
+ * block per rank pair for scatter, gather, allgather and alltoall and their v/w forms; also
+ * iallreduce (MPI_Iallreduce, then MPI_Wait). --vary-data and the batch sizing:
+ * bench/harness_method.h. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,9 +62,9 @@ enum Coll {
   BARRIER
 };
 static const char* const coll_names[] = {
-    "allreduce", "reduce",    "bcast",      "reduce_scatter", "reduce_scatter_block",
-    "scan",      "exscan",    "scatter",    "scatterv",       "gather",
-    "gatherv",   "allgather", "allgatherv", "alltoall",       "alltoallv",
+    "allreduce", "reduce",     "bcast",      "reduce_scatter", "reduce_scatter_block",
+    "scan",      "exscan",     "scatter",    "scatterv",       "gather",
+    "gatherv",   "allgather",  "allgatherv", "alltoall",       "alltoallv",
     "alltoallw", "iallreduce", "barrier"};
 
 static enum Coll coll_of(const char* name) {
@@ -148,12 +150,14 @@ int main(int argc, char** argv) {
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  int vary = 0, single = 0, unknown = 0;
+  int vary = 0, single = 0, alloc_mem = 0, unknown = 0;
   for (int a = 4; a < argc; ++a) {
     if (!strcmp(argv[a], "--vary-data"))
       vary = 1;
     else if (!strcmp(argv[a], "--single"))
       single = 1;
+    else if (!strcmp(argv[a], "--alloc-mem"))
+      alloc_mem = 1;
     else if (!strcmp(argv[a], "--char"))
       element = MPI_CHAR, element_bytes = 1;
     else
@@ -163,7 +167,8 @@ int main(int argc, char** argv) {
   if (argc < 3 || samples < 1 || unknown) {
     if (rank == 0) {
       fprintf(stderr,
-              "usage: mpi_coll_bench COLL SIZES [SAMPLES] [--vary-data] [--single] [--char]\n");
+              "usage: mpi_coll_bench COLL SIZES [SAMPLES] [--vary-data] [--single] [--char] "
+              "[--alloc-mem]\n");
     }
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
@@ -183,11 +188,17 @@ int main(int argc, char** argv) {
      * every byte before timing, each slot with different values, the single-call method none. */
     const size_t buffer_bytes = bytes * size, stride = vary_slot_stride(buffer_bytes);
     const size_t slots = vary ? vary_slot_count(stride) : 1;
-    char* send =
-        single ? calloc(stride * slots + 1, 1) : aligned_alloc(VARY_PAGE_BYTES, stride * slots);
-    char* recv =
-        single ? calloc(stride * slots + 1, 1) : aligned_alloc(VARY_PAGE_BYTES, stride * slots);
-    for (size_t slot = 0; slot < slots && !single; ++slot) {
+    char *send, *recv;
+    if (alloc_mem) {
+      MPI_Alloc_mem((MPI_Aint)(stride * slots + 1), MPI_INFO_NULL, &send);
+      MPI_Alloc_mem((MPI_Aint)(stride * slots + 1), MPI_INFO_NULL, &recv);
+    } else {
+      send =
+          single ? calloc(stride * slots + 1, 1) : aligned_alloc(VARY_PAGE_BYTES, stride * slots);
+      recv =
+          single ? calloc(stride * slots + 1, 1) : aligned_alloc(VARY_PAGE_BYTES, stride * slots);
+    }
+    for (size_t slot = 0; slot < slots && (!single || alloc_mem); ++slot) {
       char* s = send + slot * stride;
       for (long i = 0; i < (long)count * size; ++i) {
         if (element_bytes == 1)
@@ -241,8 +252,13 @@ int main(int argc, char** argv) {
       printf("%10zu %12.3f %10.3f %10.3f\n", bytes, times[samples / 2] * 1e6, times[0] * 1e6,
              times[samples - 1] * 1e6);
     }
-    free(send);
-    free(recv);
+    if (alloc_mem) {
+      MPI_Free_mem(send);
+      MPI_Free_mem(recv);
+    } else {
+      free(send);
+      free(recv);
+    }
     if (coll == BARRIER) break;
   }
   free(times);

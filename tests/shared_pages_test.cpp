@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -92,6 +93,46 @@ TEST(SharedPages, MovesAPrivateBufferOnItsSecondUseKeepingItsContents) {
   const auto part = shared_pages_for(buffer.data + 5 * kPage, 3 * kPage);
   ASSERT_TRUE(part) << "a part of a moved buffer is shared too";
   EXPECT_EQ(part->inode, buffer.pages.inode);
+}
+
+TEST(SharedPages, AllocatedMemoryIsSharedFromItsFirstUseUntilFreed) {
+  using shmcoll::shm::allocate_shared_pages;
+  using shmcoll::shm::free_shared_pages;
+  constexpr std::size_t kBytes = 40 * kPage + 10;  // rounded up to whole pages
+  auto* memory = static_cast<std::byte*>(allocate_shared_pages(kBytes));
+  ASSERT_NE(memory, nullptr);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(memory) % kPage, 0u);
+  EXPECT_TRUE(in_moved_mapping(memory));
+  for (std::size_t i = 0; i < 41 * kPage; ++i) ASSERT_EQ(memory[i], std::byte{0}) << i;
+  fill(memory, kBytes, 9);
+  const auto first = shared_pages_for(memory + 100, kBytes - 300);
+  ASSERT_TRUE(first) << "not shared on its first use";
+  EXPECT_EQ(first->begin, memory);
+  EXPECT_EQ(first->bytes, 41 * kPage);
+  // More moved buffers than a process keeps registrations for do not push it out.
+  {
+    std::vector<std::unique_ptr<MovedBuffer>> others;
+    for (int i = 0; i < 20; ++i) others.push_back(std::make_unique<MovedBuffer>(10 + i));
+  }
+  const auto later = shared_pages_for(memory, kBytes);
+  ASSERT_TRUE(later);
+  EXPECT_EQ(later->inode, first->inode);
+  EXPECT_TRUE(holds(memory, kBytes, 9));
+
+  EXPECT_FALSE(free_shared_pages(memory + kPage)) << "freed by an address inside it";
+  EXPECT_TRUE(free_shared_pages(memory));
+  EXPECT_FALSE(in_moved_mapping(memory)) << "still mapped after its free";
+  EXPECT_FALSE(free_shared_pages(memory)) << "freed twice";
+
+  std::vector<void*> live;  // each holds a descriptor: there is a most
+  while (live.size() <= shmcoll::shm::kMostAllocations) {
+    void* one = allocate_shared_pages(kPage);
+    if (one == nullptr) break;
+    live.push_back(one);
+  }
+  EXPECT_EQ(live.size(), shmcoll::shm::kMostAllocations);
+  for (void* one : live) EXPECT_TRUE(free_shared_pages(one));
+  EXPECT_EQ(allocate_shared_pages(0), nullptr);
 }
 
 TEST(SharedPages, NeverMovesTheStackFilesOrSharedMemory) {

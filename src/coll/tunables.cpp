@@ -26,7 +26,7 @@ constexpr TunableInfo kTunables[] = {
     {"SHMCOLL_SHARE_PAGES_MIN", "262144",
      "smallest block of an ordinary (private) send buffer whose whole pages are moved onto shared "
      "memory on its second call, so that receivers copy it straight out, one copy instead of "
-     "two; 0: never"},
+     "two; also the smallest MPI_Alloc_mem served from shared memory; 0: never"},
     {"SHMCOLL_TREE_MAX", "16384",
      "largest payload the tree algorithms take where the cost model says the tree pays; beyond "
      "it the sliced algorithms share the bandwidth among all ranks"},

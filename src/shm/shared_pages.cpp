@@ -163,6 +163,7 @@ struct Registration {
   SharedPages pages;
   std::uint64_t last_use = 0;
   unsigned uses = 0;
+  bool allocated = false;  // by allocate_shared_pages: kept until freed, never forgotten for age
   std::uintptr_t end() const { return address(pages.begin) + pages.bytes; }
 };
 
@@ -222,6 +223,51 @@ class Registry {
   std::size_t count() {
     std::lock_guard lock(mutex_);
     return registrations_.size();
+  }
+
+  void* allocate(std::size_t bytes) {
+    bytes = (bytes + kPage - 1) & ~(kPage - 1);
+    std::lock_guard lock(mutex_);
+    if (bytes == 0 || allocations_.size() == kMostAllocations) return nullptr;
+    const int fd = memfd_create(kMemfdName, MFD_CLOEXEC);
+    if (fd < 0) return nullptr;
+    void* memory = MAP_FAILED;
+    struct stat about {};
+    if (ftruncate(fd, off_t(bytes)) == 0 && fstat(fd, &about) == 0) {
+      memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    }
+    // The mark first, so that the pages are placed by it; then every page, as fresh private
+    // memory would be (the kernel zeroes them), or the memory is not there.
+    if (memory != MAP_FAILED && (mbind(memory, bytes, kMark, nullptr, 0, 0) != 0 ||
+                                 fallocate(fd, 0, 0, off_t(bytes)) != 0)) {
+      munmap(memory, bytes);
+      memory = MAP_FAILED;
+    }
+    if (memory == MAP_FAILED) {
+      close(fd);
+      return nullptr;
+    }
+    const std::uintptr_t begin = address(memory);
+    allocations_.push_back({begin, begin + bytes});
+    registrations_.push_back(
+        {{pointer(begin), bytes, fd, std::uint64_t(about.st_ino)}, ++clock_, kUsesToPay, true});
+    remember_moved({begin, begin + bytes});
+    anything_moved.store(true, std::memory_order_release);
+    return memory;
+  }
+
+  bool free(void* memory) {
+    std::lock_guard lock(mutex_);
+    const auto allocation = std::find_if(allocations_.begin(), allocations_.end(),
+                                         [&](Range r) { return r.begin == address(memory); });
+    if (allocation == allocations_.end()) return false;
+    for (std::size_t i = registrations_.size(); i-- > 0;) {
+      const Registration& r = registrations_[i];
+      if (address(r.pages.begin) < allocation->end && r.end() > allocation->begin) forget(i);
+    }
+    munmap(memory, allocation->end - allocation->begin);
+    allocations_.erase(allocation);
+    return true;
   }
 
   // madvise(begin, bytes, a discarding advice): moved pages in the range become zero pages, as
@@ -296,7 +342,8 @@ class Registry {
 
  private:
   Registry() {
-    registrations_.reserve(kMostRegistrations);
+    registrations_.reserve(kMostRegistrations + kMostAllocations);
+    allocations_.reserve(kMostAllocations);
     moved_.reserve(kMostMovedRanges + 1);
     pthread_atfork([] { instance().before_fork(); }, [] { instance().after_fork_in_parent(); },
                    [] { instance().after_fork_in_child(); });
@@ -347,13 +394,7 @@ class Registry {
         MAP_FAILED) {
       return give_up();  // the old pages may be gone; the program will fault, not read wrong data
     }
-    if (registrations_.size() == kMostRegistrations) {
-      forget(std::size_t(std::min_element(registrations_.begin(), registrations_.end(),
-                                          [](const Registration& a, const Registration& b) {
-                                            return a.last_use < b.last_use;
-                                          }) -
-                         registrations_.begin()));
-    }
+    forget_the_oldest_if_full();
     for (std::size_t i = registrations_.size(); i-- > 0;) {
       const Registration& r = registrations_[i];
       if (address(r.pages.begin) >= begin && r.end() <= end) forget(i);  // taken in
@@ -363,6 +404,21 @@ class Registry {
     remember_moved({begin, end});
     anything_moved.store(true, std::memory_order_release);
     return pages;
+  }
+
+  // Forgets the least recently used registration once kMostRegistrations were moved (allocated
+  // ones are not counted: they stay until freed).
+  void forget_the_oldest_if_full() {
+    std::size_t moved = 0, oldest = registrations_.size();
+    for (std::size_t i = 0; i < registrations_.size(); ++i) {
+      if (registrations_[i].allocated) continue;
+      ++moved;
+      if (oldest == registrations_.size() ||
+          registrations_[i].last_use < registrations_[oldest].last_use) {
+        oldest = i;
+      }
+    }
+    if (moved >= kMostRegistrations) forget(oldest);
   }
 
   // Stops handing out registration i. Its pages stay mapped where the program has them: they are
@@ -391,6 +447,8 @@ class Registry {
   std::vector<Registration> registrations_;
   std::array<Sighting, 16> sightings_{};
   std::vector<Range> moved_;
+  std::vector<Range> allocations_;  // by allocate_shared_pages; kept in a forked child, whose copy
+                                    // of them its own free unmaps
   std::uint64_t clock_ = 0;
   int fork_pipe_[2] = {-1, -1};
 };
@@ -469,6 +527,14 @@ std::optional<SharedPages> shared_pages_for(const std::byte* data, std::size_t b
 const std::byte* map_peer_pages(std::int32_t pid, const SharedPages& theirs, std::string& why) {
   static PeerMappings* mappings = new PeerMappings;  // never destroyed: peers' calls may outlive
   return mappings->map(pid, theirs, why);
+}
+
+void* allocate_shared_pages(std::size_t bytes) {
+  return Registry::instance().allocate(bytes);
+}
+
+bool free_shared_pages(void* begin) {
+  return Registry::instance().free(begin);
 }
 
 std::size_t shared_page_registrations() {

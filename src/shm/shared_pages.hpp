@@ -46,6 +46,17 @@ std::optional<SharedPages> shared_pages_for(const std::byte* data, std::size_t b
 // recently used of many are unmapped); nullptr, with the reason in `why`, when they cannot be.
 const std::byte* map_peer_pages(std::int32_t pid, const SharedPages& theirs, std::string& why);
 
+// Memory that is shared pages from the start, for programs that ask for fast memory
+// (MPI_Alloc_mem): page-aligned, zero-filled, every page allocated up front (so that no later
+// touch can die of SIGBUS), and handed out by shared_pages_for from its first use, with no move.
+// nullptr when the memory is not there or kMostAllocations are live (the caller then allocates
+// as it would have).
+void* allocate_shared_pages(std::size_t bytes);
+// Frees memory allocate_shared_pages returned; false, with nothing done, for any other address.
+bool free_shared_pages(void* begin);
+// Live allocations at once: each holds a descriptor.
+inline constexpr std::size_t kMostAllocations = 64;
+
 // How many registrations this process holds (tests).
 std::size_t shared_page_registrations();
 

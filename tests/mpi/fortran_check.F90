@@ -1,7 +1,7 @@
 ! The MPI layer from Fortran: every collective the layer serves, on MPI_COMM_WORLD and on a split
 ! communicator, with Fortran's types, MPI_IN_PLACE, LOGICAL, 2INTEGER and 2DOUBLE_PRECISION with
-! their ops and a non-commutative user op, derived types built in Fortran, each result checked against a reference from the
-! inputs. Each rank prints a digest of its results, so runs with and without the layer compare
+! their ops and a non-commutative user op, derived types built in Fortran, MPI_ALLOC_MEM's memory,
+! each result checked against a reference from the inputs. Each rank prints a digest of its results, so runs with and without the layer compare
 ! (run_mpi_layer_test.sh).
 ! Built three ways from this file: -DUSE_F08 (use mpi_f08), -DUSE_MPIF_H (include 'mpif.h'),
 ! neither (use mpi).
@@ -341,6 +341,52 @@ contains
     end do
   end subroutine
 
+  ! MPI_ALLOC_MEM's memory (the layer's shared pages, with it) in an alltoall and an allreduce:
+  ! allocated, used fresh and freed, twice.
+  subroutine check_alloc_mem(comm)
+    use, intrinsic :: iso_c_binding, only: c_ptr, c_null_ptr, c_f_pointer
+    HANDLE(MPI_Comm), intent(in) :: comm
+    integer, parameter :: count = 70000  ! 280,000-byte blocks: shared from their first call
+    integer :: rank, size, round, r, i
+    integer(kind=MPI_ADDRESS_KIND) :: bytes
+#if defined(USE_F08)
+    type(c_ptr) :: send_at, recv_at
+#else
+    integer(kind=MPI_ADDRESS_KIND) :: send_at, recv_at
+#endif
+    integer, pointer :: s(:), t(:)
+    call MPI_Comm_rank(comm, rank IERR)
+    call MPI_Comm_size(comm, size IERR)
+    bytes = 4_MPI_ADDRESS_KIND * count * size
+    do round = 1, 2
+      call MPI_Alloc_mem(bytes, MPI_INFO_NULL, send_at IERR)
+      call MPI_Alloc_mem(bytes, MPI_INFO_NULL, recv_at IERR)
+#if defined(USE_F08)
+      call c_f_pointer(send_at, s, [count * size])
+      call c_f_pointer(recv_at, t, [count * size])
+#else
+      call c_f_pointer(transfer(send_at, c_null_ptr), s, [count * size])
+      call c_f_pointer(transfer(recv_at, c_null_ptr), t, [count * size])
+#endif
+      do r = 0, size - 1
+        do i = 1, count
+          s(r * count + i) = rank * 100000 + r * 1000 + mod(i, 997) + round
+        end do
+      end do
+      call MPI_Alltoall(s, count, MPI_INTEGER, t, count, MPI_INTEGER, comm IERR)
+      call check(all([((t(r * count + i) == r * 100000 + rank * 1000 + mod(i, 997) + round, &
+                        i = 1, count), r = 0, size - 1)]), 'alltoall of MPI_ALLOC_MEM memory')
+      call absorb(t(1:count * size:97))
+      s = [(rank + mod(i, 7), i = 1, count * size)]
+      call MPI_Allreduce(s, t, count * size, MPI_INTEGER, MPI_SUM, comm IERR)
+      call check(all(t == [(size * (size - 1) / 2 + size * mod(i, 7), i = 1, count * size)]), &
+                 'allreduce of MPI_ALLOC_MEM memory')
+      call absorb(t(1:count * size:97))
+      call MPI_Free_mem(s IERR)
+      call MPI_Free_mem(t IERR)
+    end do
+  end subroutine
+
   logical function all_equal(u, v)
     double precision, intent(in) :: u(:), v(:)
     all_equal = all(u == v)
@@ -380,6 +426,7 @@ program fortran_check
   call check_all(MPI_COMM_WORLD)
   call check_derived(MPI_COMM_WORLD)
   call check_nonblocking(MPI_COMM_WORLD)
+  call check_alloc_mem(MPI_COMM_WORLD)
   call MPI_Comm_split(MPI_COMM_WORLD, mod(rank, 2), rank, halves IERR)
   call check_all(halves)
   call MPI_Comm_free(halves IERR)

@@ -322,6 +322,7 @@ static void check_all(MPI_Comm comm) {
   check_prefix_and_scatter_reductions(comm);
   check_movement(comm);
   check_mixed_type_maps(comm);
+  check_alloc_mem(comm);
   check_errors(comm);
 }
 
