@@ -39,9 +39,10 @@ void fill(std::byte* data, std::size_t bytes, unsigned seed) {
   for (std::size_t i = 0; i < bytes; ++i) data[i] = std::byte((i * 131 + seed * 7) >> 3);
 }
 
-bool holds(const std::byte* data, std::size_t bytes, unsigned seed) {
+// Whether data[0, bytes) holds what fill(.., seed) wrote, from byte `from` of the filled range.
+bool holds(const std::byte* data, std::size_t bytes, unsigned seed, std::size_t from = 0) {
   for (std::size_t i = 0; i < bytes; ++i) {
-    if (data[i] != std::byte((i * 131 + seed * 7) >> 3)) return false;
+    if (data[i] != std::byte(((i + from) * 131 + seed * 7) >> 3)) return false;
   }
   return true;
 }
@@ -232,6 +233,28 @@ TEST(SharedPages, AForkedChildGetsPrivateCopiesAndAPeerReadsTheSharedOnes) {
       << "1: contents lost at fork, 2: child still shares, 4: peer cannot map, 16: parent's "
          "write reached the child, 32: peer does not see the parent's writes";
   for (int fd : {to_child[0], to_child[1], to_parent[0], to_parent[1]}) close(fd);
+}
+
+TEST(SharedPages, APeerMapsPagesNamedJustBeforeTheirRegistrationWasForgotten) {
+  // A call of another thread, or a nonblocking one, may name pages to a peer while this thread's
+  // calls make the process forget them (here: more buffers moved than it keeps registrations).
+  MovedBuffer buffer(40);
+  std::vector<std::unique_ptr<MovedBuffer>> others;
+  for (int i = 0; i < 20; ++i) others.push_back(std::make_unique<MovedBuffer>(41 + i));
+  ASSERT_FALSE(shared_pages_for(buffer.data, buffer.bytes)) << "still registered";
+  const pid_t parent = getpid();
+  const pid_t child = fork();
+  if (child == 0) {
+    std::string why;
+    const std::byte* peer = shmcoll::shm::map_peer_pages(parent, buffer.pages, why);
+    const std::size_t head = std::size_t(buffer.pages.begin - buffer.data);
+    _exit(peer && holds(peer, buffer.pages.bytes, 40, head) ? 0 : 1);
+  }
+  ASSERT_GT(child, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "the peer could not map or read pages named to it before they were forgotten";
 }
 
 // The collectives on ordinary buffers whose program, between calls, rewrites them, frees and

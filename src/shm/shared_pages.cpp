@@ -32,6 +32,7 @@ constexpr unsigned kUsesToPay = 8;              // uses of moved pages that make
 constexpr std::size_t kMostRegistrations = 16;  // then the least recently used is forgotten
 constexpr std::size_t kMostPeerMappings = 32;   // then the least recently used is unmapped
 constexpr std::size_t kMostMovedRanges = 64;    // then the two nearest merge
+constexpr std::size_t kRetiredDescriptors = 16;  // of forgotten registrations, kept open
 
 // Set once any page has moved (cleared in a forked child): until then madvise and fork cost
 // nothing more.
@@ -329,7 +330,9 @@ class Registry {
         }
       }
       for (const Registration& r : registrations_) close(r.pages.fd);
+      for (const int fd : retired_) close(fd);
       registrations_.clear();
+      retired_.clear();
       moved_.clear();
       anything_moved.store(false, std::memory_order_relaxed);
     }
@@ -344,6 +347,7 @@ class Registry {
   Registry() {
     registrations_.reserve(kMostRegistrations + kMostAllocations);
     allocations_.reserve(kMostAllocations);
+    retired_.reserve(kRetiredDescriptors);
     moved_.reserve(kMostMovedRanges + 1);
     pthread_atfork([] { instance().before_fork(); }, [] { instance().after_fork_in_parent(); },
                    [] { instance().after_fork_in_child(); });
@@ -422,9 +426,15 @@ class Registry {
   }
 
   // Stops handing out registration i. Its pages stay mapped where the program has them: they are
-  // the program's memory (madvise and fork still find them by name).
+  // the program's memory (madvise and fork still find them by name). Its descriptor stays open
+  // while kRetiredDescriptors more are forgotten: a call of another thread, or a nonblocking one,
+  // may have named it to a peer that has yet to open it.
   void forget(std::size_t i) {
-    close(registrations_[i].pages.fd);
+    if (retired_.size() == kRetiredDescriptors) {
+      close(retired_.front());
+      retired_.erase(retired_.begin());
+    }
+    retired_.push_back(registrations_[i].pages.fd);
     registrations_.erase(registrations_.begin() + std::ptrdiff_t(i));
   }
 
@@ -447,6 +457,7 @@ class Registry {
   std::vector<Registration> registrations_;
   std::array<Sighting, 16> sightings_{};
   std::vector<Range> moved_;
+  std::vector<int> retired_;        // descriptors of forgotten registrations, oldest first
   std::vector<Range> allocations_;  // by allocate_shared_pages; kept in a forked child, whose copy
                                     // of them its own free unmaps
   std::uint64_t clock_ = 0;
