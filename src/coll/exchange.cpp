@@ -163,7 +163,8 @@ class Exchange {
     const std::uint64_t least = ctx_.tunables.share_pages_min;
     // Not where one rank receives everything (gather): it copies every block either way, out of
     // slots its senders fill at the same time, or out of their buffers, which measured no faster
-    // (2 ranks, 256 KiB-4 MiB).
+    // (2 ranks, 256 KiB-4 MiB). A regular gather's senders write into the root's buffer instead
+    // (gather.cpp).
     if (!shape_.direct_allowed || shape_.one_receiver || least == 0 || longest < least ||
         geometry_.slot_region < kPagesRegionMin) {
       return false;

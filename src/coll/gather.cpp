@@ -1,6 +1,12 @@
 // gather(v) and allgather(v): every contributor packs its block once, into one region that the
-// root (gather) or every rank (allgather) reads.
+// root (gather) or every rank (allgather) reads; or, in a gather whose root's receive buffer has
+// shared pages, straight into that buffer.
+#include <algorithm>
+#include <cstring>
+
 #include "coll/exchange.hpp"
+#include "coll/shared_inputs.hpp"
+#include "util/fail.hpp"
 
 namespace shmcoll::coll {
 
@@ -31,11 +37,109 @@ class GatherSpec final : public ExchangeSpec {
   bool in_place_;
 };
 
+// The root's receive buffer as one run of `span` bytes at `first`, blocks back to back in rank
+// order, each of `block_bytes` and contiguous; nullptr when it is laid out otherwise.
+std::byte* dense_receive_buffer(const Layout& recv, std::uint32_t size, std::size_t block_bytes) {
+  const Block first = recv.block(0);
+  if (!first.type->is_contiguous()) return nullptr;
+  std::byte* const begin = first.base + first.type->lb();
+  for (std::uint32_t rank = 0; rank < size; ++rank) {
+    const Block block = recv.block(rank);
+    if (block.bytes() != block_bytes || block.base + block.type->lb() != begin + rank * block_bytes)
+      return nullptr;
+  }
+  return begin;
+}
+
+// Gather straight into the root's receive buffer, when its pages are shared
+// (shm/shared_pages.hpp): in round one the root posts a note on the buffer; each sender copies
+// its block into the root's pages while the root copies its own, one copy each and all at once,
+// where through the slots the root copies every block itself. The bytes of a block in the partly
+// used pages at the buffer's ends go through its sender's slot in round two, which also tells the
+// root the sender is done; the root returns once every sender is. Regular gather only (in gatherv
+// the senders do not know where their block goes), and not where ranks share CPUs
+// (sharing_applies). When the root's buffer is not shared, the call goes on through the exchange,
+// one round later.
+bool gather_into_shared_pages(Context& ctx, const Block& send, const Layout& recv,
+                              std::uint32_t root, std::size_t block_bytes, const GatherSpec& spec) {
+  shm::Rounds& rounds = ctx.rounds;
+  const std::uint32_t me = rounds.rank(), size = rounds.size();
+  if (!sharing_applies(ctx, block_bytes)) return false;
+  const std::size_t span = block_bytes * size;
+  const std::uint32_t round = rounds.begin();
+  if (me == root) {
+    BufferNote note{-1, 0, 0, 0, 0, 0, span};
+    std::byte* const first = dense_receive_buffer(recv, size, block_bytes);
+    if (first) {
+      if (const auto pages = shm::shared_pages_for(first, span)) {
+        const BufferNote shared = note_on(*pages, first, span, 1);
+        if (shared.tail_from > shared.head) note = shared;
+      }
+    }
+    rounds.publish_message(round, &note, sizeof note);
+    if (note.fd < 0) return false;
+    spec.copy_own();
+    const std::uint32_t done = rounds.begin();
+    rounds.publish(done);
+    for (std::uint32_t sender = 0; sender < size; ++sender) {
+      if (sender == root) continue;
+      rounds.wait_for(sender, done);
+      // Its bytes outside the shared pages, in order: before them, then after them.
+      const std::size_t begin = sender * block_bytes, end = begin + block_bytes;
+      const std::byte* outside = rounds.slot(sender, done);
+      const std::size_t before =
+          std::min(end, std::size_t(note.head)) - std::min(begin, std::size_t(note.head));
+      std::memcpy(first + begin, outside, before);
+      const std::size_t after_from = std::max(begin, std::size_t(note.tail_from));
+      if (end > after_from) std::memcpy(first + after_from, outside + before, end - after_from);
+    }
+    return true;
+  }
+  rounds.publish(round);
+  const BufferNote note = buffer_note_of(ctx, root, round);
+  if (note.fd < 0) return false;
+  if (note.bytes != span || note.tail_from > span || note.head > note.tail_from ||
+      note.offset > note.memfd_bytes ||
+      note.tail_from - note.head > note.memfd_bytes - note.offset) {
+    fail(Errc::invalid_argument, "rank ", me, ": the gather root (rank ", root, ") receives ",
+         note.bytes, " bytes, not the ", span,
+         " of this rank's block times the ranks (mismatched counts)");
+  }
+  std::byte* const pages = map_shared_buffer_to_write(ctx, root, note) + note.offset;
+  const std::size_t begin = me * block_bytes, end = begin + block_bytes;
+  const std::size_t head = note.head, tail_from = note.tail_from;
+  // My block's part in the root's pages, straight there.
+  const std::size_t in_from = std::clamp(begin, head, tail_from);
+  const std::size_t in_to = std::clamp(end, head, tail_from);
+  if (in_to > in_from) {
+    send.type->pack_range(send.base, send.count, in_from - begin, in_to - in_from,
+                          pages + (in_from - head));
+  }
+  // The rest through my slot: before the pages, then after them.
+  const std::uint32_t done = rounds.begin();
+  rounds.wait_slot_free(done);
+  std::byte* const outside = rounds.slot(me, done);
+  const std::size_t before = std::min(end, head) - std::min(begin, head);
+  if (before > 0) send.type->pack_range(send.base, send.count, 0, before, outside);
+  const std::size_t after_from = std::max(begin, tail_from);
+  if (end > after_from) {
+    send.type->pack_range(send.base, send.count, after_from - begin, end - after_from,
+                          outside + before);
+  }
+  rounds.publish(done);
+  return true;
+}
+
 }  // namespace
 
 void gather(Context& ctx, const Block& send, const Layout& recv, int root, bool varying) {
   const auto me = ctx.rounds.rank();
   const bool at_root = me == std::uint32_t(root);
+  const GatherSpec spec(send, recv, me, root, false);
+  if (!varying && ctx.rounds.size() > 1) {
+    const std::size_t block_bytes = at_root ? recv.longest_bytes() : send.bytes();
+    if (gather_into_shared_pages(ctx, send, recv, std::uint32_t(root), block_bytes, spec)) return;
+  }
   using Knowledge = ExchangeShape::Knowledge;
   const ExchangeShape shape =
       varying ? ExchangeShape{.personalized = false,
@@ -48,7 +152,7 @@ void gather(Context& ctx, const Block& send, const Layout& recv, int root, bool 
                               .root = std::uint32_t(root),
                               .one_receiver = true};
   // At the root, in place is a send block of count 0: nothing to copy into its own block.
-  exchange(ctx, GatherSpec(send, recv, me, root, false), shape);
+  exchange(ctx, spec, shape);
 }
 
 void allgather(Context& ctx, const Block& send, const Layout& recv, bool in_place) {

@@ -113,16 +113,28 @@ BufferNote buffer_note_of(Context& ctx, std::uint32_t rank, std::uint32_t round)
   return note;
 }
 
-const std::byte* map_shared_buffer(Context& ctx, std::uint32_t rank, const BufferNote& note) {
+namespace {
+
+template <typename Map>
+auto map_or_fail(Context& ctx, std::uint32_t rank, const BufferNote& note, Map&& map) {
   std::string why;
-  const std::byte* pages =
-      shm::map_peer_pages(ctx.rounds.segment().profile(rank).pid.load(std::memory_order_relaxed),
-                          {nullptr, note.memfd_bytes, note.fd, note.inode}, why);
+  const auto pages = map(ctx.rounds.segment().profile(rank).pid.load(std::memory_order_relaxed),
+                         shm::SharedPages{nullptr, note.memfd_bytes, note.fd, note.inode}, why);
   if (!pages) {
-    fail(Errc::system_error, "rank ", ctx.rounds.rank(), ": cannot map the send buffer rank ", rank,
+    fail(Errc::system_error, "rank ", ctx.rounds.rank(), ": cannot map the buffer rank ", rank,
          " shares (", why, "); SHMCOLL_SHARE_PAGES_MIN=0 turns sharing off");
   }
   return pages;
+}
+
+}  // namespace
+
+const std::byte* map_shared_buffer(Context& ctx, std::uint32_t rank, const BufferNote& note) {
+  return map_or_fail(ctx, rank, note, shm::map_peer_pages);
+}
+
+std::byte* map_shared_buffer_to_write(Context& ctx, std::uint32_t rank, const BufferNote& note) {
+  return map_or_fail(ctx, rank, note, shm::map_peer_pages_to_write);
 }
 
 bool allreduce_from_shared_pages(Context& ctx, const std::byte* send, std::byte* recv,

@@ -4,7 +4,8 @@
 // not); the bytes of its buffer in the partly used pages at its ends travel in its slot. A call
 // takes this path only when the notes of every rank whose buffer is read say shared: every rank
 // reads the same notes, so all agree. Otherwise the caller goes on with its usual algorithm, one
-// round later. Used by bcast (its root's buffer) and the 2-rank allreduce (every rank's); not
+// round later. Used by bcast (its root's buffer) and the 2-rank allreduce (every rank's), and
+// the other way round by gather, whose senders write into the root's receive buffer; not
 // reduce, whose root alone reads, and out of the senders' buffers it measured no faster than out
 // of the slots they fill at the same time (2 ranks, 1-4 MiB: 0.86-1.19x). The exchange engine
 // writes the same notes, one per block, into its slot regions (exchange.cpp, in_pages).
@@ -57,8 +58,10 @@ BufferNote post_buffer_note(Context& ctx, std::uint32_t round, const std::byte* 
 BufferNote buffer_note_of(Context& ctx, std::uint32_t rank, std::uint32_t round);
 
 // `rank`'s shared pages (fails with system_error when they cannot be mapped), and where byte
-// `at` of its buffer is read.
+// `at` of its buffer is read. Writable: for a gather's senders, which write into the root's
+// receive buffer.
 const std::byte* map_shared_buffer(Context& ctx, std::uint32_t rank, const BufferNote& note);
+std::byte* map_shared_buffer_to_write(Context& ctx, std::uint32_t rank, const BufferNote& note);
 inline const std::byte* locate(const BufferNote& note, const std::byte* pages,
                                const std::byte* slot, std::size_t at) {
   if (at < note.head) return slot + at;

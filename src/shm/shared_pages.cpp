@@ -467,25 +467,26 @@ class Registry {
 struct PeerMapping {
   std::int32_t pid;
   SharedPages theirs;
-  const std::byte* base;
+  bool writable;
+  std::byte* base;
   std::uint64_t last_use;
 };
 
 class PeerMappings {
  public:
-  const std::byte* map(std::int32_t pid, const SharedPages& theirs, std::string& why) {
+  std::byte* map(std::int32_t pid, const SharedPages& theirs, bool writable, std::string& why) {
     std::lock_guard lock(mutex_);
     ++clock_;
     for (PeerMapping& m : mappings_) {
       if (m.pid == pid && m.theirs.fd == theirs.fd && m.theirs.inode == theirs.inode &&
-          m.theirs.bytes >= theirs.bytes) {
+          m.theirs.bytes >= theirs.bytes && m.writable == writable) {
         m.last_use = clock_;
         return m.base;
       }
     }
     char path[64];
     std::snprintf(path, sizeof path, "/proc/%d/fd/%d", pid, theirs.fd);
-    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    const int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
     if (fd < 0) {
       why = std::string("open ") + path + ": " + std::strerror(errno);
       return nullptr;
@@ -496,7 +497,8 @@ class PeerMappings {
         std::size_t(about.st_size) < theirs.bytes) {
       why = std::string(path) + " is no longer the memfd it named";
     } else {
-      base = mmap(nullptr, theirs.bytes, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+      base = mmap(nullptr, theirs.bytes, PROT_READ | (writable ? PROT_WRITE : 0),
+                  MAP_SHARED | MAP_POPULATE, fd, 0);
       if (base == MAP_FAILED) why = std::string("mmap of ") + path + ": " + std::strerror(errno);
     }
     close(fd);
@@ -505,11 +507,11 @@ class PeerMappings {
       auto oldest = std::min_element(
           mappings_.begin(), mappings_.end(),
           [](const PeerMapping& a, const PeerMapping& b) { return a.last_use < b.last_use; });
-      munmap(const_cast<std::byte*>(oldest->base), oldest->theirs.bytes);
+      munmap(oldest->base, oldest->theirs.bytes);
       mappings_.erase(oldest);
     }
-    mappings_.push_back({pid, theirs, static_cast<const std::byte*>(base), clock_});
-    return static_cast<const std::byte*>(base);
+    mappings_.push_back({pid, theirs, writable, static_cast<std::byte*>(base), clock_});
+    return static_cast<std::byte*>(base);
   }
 
  private:
@@ -526,6 +528,11 @@ bool discards(int advice) {
       ;
 }
 
+PeerMappings& peer_mappings() {
+  static PeerMappings* mappings = new PeerMappings;  // never destroyed: peers' calls may outlive
+  return *mappings;
+}
+
 }  // namespace
 
 std::optional<SharedPages> shared_pages_for(const std::byte* data, std::size_t bytes) {
@@ -536,8 +543,11 @@ std::optional<SharedPages> shared_pages_for(const std::byte* data, std::size_t b
 }
 
 const std::byte* map_peer_pages(std::int32_t pid, const SharedPages& theirs, std::string& why) {
-  static PeerMappings* mappings = new PeerMappings;  // never destroyed: peers' calls may outlive
-  return mappings->map(pid, theirs, why);
+  return peer_mappings().map(pid, theirs, false, why);
+}
+
+std::byte* map_peer_pages_to_write(std::int32_t pid, const SharedPages& theirs, std::string& why) {
+  return peer_mappings().map(pid, theirs, true, why);
 }
 
 void* allocate_shared_pages(std::size_t bytes) {

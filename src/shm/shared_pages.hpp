@@ -45,6 +45,8 @@ std::optional<SharedPages> shared_pages_for(const std::byte* data, std::size_t b
 // A peer's shared pages mapped read-only into this process (kept for later calls; the least
 // recently used of many are unmapped); nullptr, with the reason in `why`, when they cannot be.
 const std::byte* map_peer_pages(std::int32_t pid, const SharedPages& theirs, std::string& why);
+// The same, writable: for writing into a peer's receive buffer during its collective.
+std::byte* map_peer_pages_to_write(std::int32_t pid, const SharedPages& theirs, std::string& why);
 
 // Memory that is shared pages from the start, for programs that ask for fast memory
 // (MPI_Alloc_mem): page-aligned, zero-filled, every page allocated up front (so that no later
