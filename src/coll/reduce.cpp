@@ -4,6 +4,7 @@
 
 #include "coll/chunks.hpp"
 #include "coll/collectives.hpp"
+#include "coll/shared_inputs.hpp"
 #include "coll/store.hpp"
 #include "coll/tree_steps.hpp"
 
@@ -140,7 +141,13 @@ void reduce(Context& ctx, const void* send, void* recv, std::size_t count, Dtype
   auto* out = static_cast<std::byte*>(recv);
   const auto root_rank = static_cast<std::uint32_t>(root);
   const std::size_t bytes = count * dtype_size(dtype);
-  switch (select_reduce(ctx.tunables, ctx.tree_shape, bytes, op.commutative())) {
+  const Algorithm algorithm = select_reduce(ctx.tunables, ctx.tree_shape, bytes, op.commutative());
+  const bool reads_every_buffer =
+      algorithm == Algorithm::reduce_slices || algorithm == Algorithm::reduce_root_reads;
+  if (reads_every_buffer && reduce_from_shared_pages(ctx, in, out, count, dtype, op, root_rank)) {
+    return;
+  }
+  switch (algorithm) {
     case Algorithm::reduce_inline:
       return reduce_inline(ctx, in, out, count, dtype, op, root_rank);
     case Algorithm::reduce_tree:

@@ -22,24 +22,26 @@ std::size_t split_unit(Dtype dtype) {
   return std::lcm<std::size_t>(64, dtype_size(dtype));
 }
 
-// The reader: recv = every rank's buffer reduced, in rank order, part by part, where a part
-// ends wherever a buffer passes from its slot to its pages or back (the notes of `round`).
-void reduce_inputs(Context& ctx, std::uint32_t round, const std::byte* send, std::byte* recv,
-                   std::size_t count, Dtype dtype, const Op& op) {
+// Every rank's buffer reduced, in rank order, over bytes [from, to), part by part, where a part
+// ends wherever a buffer passes from its slot to its pages or back (the notes of `round`); each
+// part's result goes to out(its first byte).
+template <typename Out>
+void reduce_inputs(Context& ctx, std::uint32_t round, const std::byte* send, std::size_t from,
+                   std::size_t to, Dtype dtype, const Op& op, Out&& out) {
+  if (from >= to) return;
   shm::Rounds& rounds = ctx.rounds;
   const std::uint32_t me = rounds.rank();
-  const std::size_t element_bytes = dtype_size(dtype);
-  const std::size_t bytes = count * element_bytes;
   auto note_of = [&](std::uint32_t peer) { return buffer_note_of(ctx, peer, round); };
   std::size_t cut_count = 0;
-  ctx.cuts[cut_count++] = 0;
-  ctx.cuts[cut_count++] = bytes;
+  auto cut_at = [&](std::size_t at) { ctx.cuts[cut_count++] = std::clamp(at, from, to); };
+  cut_at(from);
+  cut_at(to);
   for (std::uint32_t peer = 0; peer < rounds.size(); ++peer) {
     if (peer == me) continue;
     const BufferNote theirs = note_of(peer);
     ctx.peer_pages[peer] = map_shared_buffer(ctx, peer, theirs);
-    ctx.cuts[cut_count++] = theirs.head;
-    ctx.cuts[cut_count++] = theirs.tail_from;
+    cut_at(theirs.head);
+    cut_at(theirs.tail_from);
   }
   const auto cuts = std::span(ctx.cuts).first(cut_count);
   std::sort(cuts.begin(), cuts.end());
@@ -50,8 +52,24 @@ void reduce_inputs(Context& ctx, std::uint32_t round, const std::byte* send, std
           peer == me ? send + *cut
                      : locate(note_of(peer), ctx.peer_pages[peer], rounds.slot(peer, round), *cut);
     }
-    ops::reduce_kary(dtype, op, recv + *cut, ctx.inputs.data(), static_cast<int>(rounds.size()),
-                     (cut[1] - cut[0]) / element_bytes);
+    ops::reduce_kary(dtype, op, out(*cut), ctx.inputs.data(), static_cast<int>(rounds.size()),
+                     (cut[1] - cut[0]) / dtype_size(dtype));
+  }
+}
+
+// Whether every rank's note of `round` (the first in its line) says shared: all read the same
+// notes, so all decide alike.
+bool all_shared(Context& ctx, std::uint32_t round, const BufferNote& mine) {
+  for (std::uint32_t rank = 0; rank < ctx.rounds.size(); ++rank) {
+    if ((rank == ctx.rounds.rank() ? mine : buffer_note_of(ctx, rank, round)).fd < 0) return false;
+  }
+  return true;
+}
+
+// My buffer may change once I return: only once every reader is done with it.
+void wait_until_read(Context& ctx, std::uint32_t round) {
+  for (std::uint32_t peer = 0; peer < ctx.rounds.size(); ++peer) {
+    if (peer != ctx.rounds.rank()) ctx.rounds.wait_released(peer, round);
   }
 }
 
@@ -91,6 +109,13 @@ void unpack_shared(const Block& to, const BufferNote& note, const std::byte* pag
 
 BufferNote post_buffer_note(Context& ctx, std::uint32_t round, const std::byte* send,
                             std::size_t bytes, std::size_t unit) {
+  const BufferNote note = share_buffer(ctx, round, send, bytes, unit);
+  ctx.rounds.publish_message(round, &note, sizeof note);
+  return note;
+}
+
+BufferNote share_buffer(Context& ctx, std::uint32_t round, const std::byte* send, std::size_t bytes,
+                        std::size_t unit) {
   shm::Rounds& rounds = ctx.rounds;
   BufferNote note{-1, 0, 0, 0, 0, 0, bytes};
   const std::optional<shm::SharedPages> pages =
@@ -103,13 +128,13 @@ BufferNote post_buffer_note(Context& ctx, std::uint32_t round, const std::byte* 
       copy_outside(note, send, rounds.slot(rounds.rank(), round));
     }
   }
-  rounds.publish_message(round, &note, sizeof note);
   return note;
 }
 
-BufferNote buffer_note_of(Context& ctx, std::uint32_t rank, std::uint32_t round) {
+BufferNote buffer_note_of(Context& ctx, std::uint32_t rank, std::uint32_t round,
+                          std::size_t index) {
   BufferNote note;
-  std::memcpy(&note, ctx.rounds.wait_message(rank, round), sizeof note);
+  std::memcpy(&note, ctx.rounds.wait_message(rank, round) + index * sizeof note, sizeof note);
   return note;
 }
 
@@ -145,19 +170,61 @@ bool allreduce_from_shared_pages(Context& ctx, const std::byte* send, std::byte*
       send == recv) {
     return false;
   }
-  const std::uint32_t me = rounds.rank();
+  const std::size_t bytes = count * dtype_size(dtype);
   const std::uint32_t round = rounds.begin();
-  const BufferNote mine =
-      post_buffer_note(ctx, round, send, count * dtype_size(dtype), split_unit(dtype));
-  // Every rank reads every note, so that all decide alike.
-  for (std::uint32_t rank = 0; rank < rounds.size(); ++rank) {
-    if ((rank == me ? mine : buffer_note_of(ctx, rank, round)).fd < 0) return false;
-  }
-  reduce_inputs(ctx, round, send, recv, count, dtype, op);
+  const BufferNote mine = post_buffer_note(ctx, round, send, bytes, split_unit(dtype));
+  if (!all_shared(ctx, round, mine)) return false;
+  reduce_inputs(ctx, round, send, 0, bytes, dtype, op, [&](std::size_t at) { return recv + at; });
   rounds.release(round);
-  // My buffer may change once I return: only once every reader is done with it.
-  for (std::uint32_t peer = 0; peer < rounds.size(); ++peer) {
-    if (peer != me) rounds.wait_released(peer, round);
+  wait_until_read(ctx, round);
+  return true;
+}
+
+bool reduce_from_shared_pages(Context& ctx, const std::byte* send, std::byte* recv,
+                              std::size_t count, Dtype dtype, const Op& op, std::uint32_t root) {
+  shm::Rounds& rounds = ctx.rounds;
+  const std::size_t unit = split_unit(dtype);
+  if (!sharing_applies(ctx, count * dtype_size(dtype)) || unit > 4096) return false;
+  const std::uint32_t me = rounds.rank(), size = rounds.size();
+  const std::size_t bytes = count * dtype_size(dtype);
+  const std::uint32_t round = rounds.begin();
+  // The root's line: the note on its send buffer, then on its receive buffer (none in place).
+  BufferNote notes[2] = {share_buffer(ctx, round, send, bytes, unit), {-1, 0, 0, 0, 0, 0, bytes}};
+  if (me == root && send != recv) {
+    if (const auto pages = shm::shared_pages_for(recv, bytes)) {
+      const BufferNote shared = note_on(*pages, recv, bytes, unit);
+      if (shared.tail_from > shared.head) notes[1] = shared;
+    }
+  }
+  rounds.publish_message(round, notes, me == root ? sizeof notes : sizeof notes[0]);
+  const BufferNote out_note = me == root ? notes[1] : buffer_note_of(ctx, root, round, 1);
+  if (!all_shared(ctx, round, notes[0]) || out_note.fd < 0) return false;
+
+  // My slice of the result, into the root's pages; the root also reduces the bytes in its partly
+  // used end pages, which the others cannot reach.
+  const std::size_t slice = (bytes / size + unit - 1) / unit * unit;
+  const std::size_t from = std::min(bytes, me * slice), to = std::min(bytes, from + slice);
+  const std::uint32_t done = rounds.begin();
+  if (me == root) {
+    const auto into_recv = [&](std::size_t at) { return recv + at; };
+    reduce_inputs(ctx, round, send, from, to, dtype, op, into_recv);
+    reduce_inputs(ctx, round, send, 0, out_note.head, dtype, op, into_recv);
+    reduce_inputs(ctx, round, send, out_note.tail_from, bytes, dtype, op, into_recv);
+  } else {
+    if (out_note.bytes != bytes || out_note.tail_from > bytes ||
+        out_note.tail_from - out_note.head >
+            out_note.memfd_bytes - std::min(out_note.offset, out_note.memfd_bytes)) {
+      fail(Errc::invalid_argument, "rank ", me, ": the reduce root (rank ", root, ") receives ",
+           out_note.bytes, " bytes, not this rank's ", bytes, " (mismatched counts)");
+    }
+    std::byte* const pages = map_shared_buffer_to_write(ctx, root, out_note) + out_note.offset;
+    reduce_inputs(ctx, round, send, std::max<std::size_t>(from, out_note.head),
+                  std::min<std::size_t>(to, out_note.tail_from), dtype, op,
+                  [&](std::size_t at) { return pages + (at - out_note.head); });
+  }
+  rounds.publish(done);
+  for (std::uint32_t peer = 0; peer < size; ++peer) {
+    if (peer != me) rounds.wait_for(peer, done);  // done reading my buffer, writing the root's
   }
   return true;
 }

@@ -4,11 +4,12 @@
 // not); the bytes of its buffer in the partly used pages at its ends travel in its slot. A call
 // takes this path only when the notes of every rank whose buffer is read say shared: every rank
 // reads the same notes, so all agree. Otherwise the caller goes on with its usual algorithm, one
-// round later. Used by bcast (its root's buffer) and the 2-rank allreduce (every rank's), and
-// the other way round by gather, whose senders write into the root's receive buffer; not
-// reduce, whose root alone reads, and out of the senders' buffers it measured no faster than out
-// of the slots they fill at the same time (2 ranks, 1-4 MiB: 0.86-1.19x). The exchange engine
-// writes the same notes, one per block, into its slot regions (exchange.cpp, in_pages).
+// round later. Used by bcast (its root's buffer), the 2-rank allreduce (every rank's) and reduce
+// (every rank's, each reducing a slice into the root's shared receive buffer: the root alone
+// reading the senders' buffers measured no faster than reading the slots they fill at the same
+// time, 0.86-1.19x), and the other way round by gather, whose senders write into the root's
+// receive buffer. The exchange engine writes the same notes, one per block, into its slot
+// regions (exchange.cpp, in_pages).
 #pragma once
 
 #include <cstddef>
@@ -52,10 +53,14 @@ bool sharing_applies(const Context& ctx, std::size_t bytes);
 
 // Publishes my note for `bytes` at `send` (nullptr: not shared) in `round`, which has begun,
 // after writing the bytes outside the shared pages into my slot; the shared part starts and ends
-// on multiples of `unit` bytes. Returns the note.
+// on multiples of `unit` bytes. Returns the note. share_buffer: the same, not published.
 BufferNote post_buffer_note(Context& ctx, std::uint32_t round, const std::byte* send,
                             std::size_t bytes, std::size_t unit);
-BufferNote buffer_note_of(Context& ctx, std::uint32_t rank, std::uint32_t round);
+BufferNote share_buffer(Context& ctx, std::uint32_t round, const std::byte* send, std::size_t bytes,
+                        std::size_t unit);
+// The note number `index` in `rank`'s line of `round`.
+BufferNote buffer_note_of(Context& ctx, std::uint32_t rank, std::uint32_t round,
+                          std::size_t index = 0);
 
 // `rank`'s shared pages (fails with system_error when they cannot be mapped), and where byte
 // `at` of its buffer is read. Writable: for a gather's senders, which write into the root's
@@ -73,5 +78,13 @@ inline const std::byte* locate(const BufferNote& note, const std::byte* pages,
 // true when the call was done this way. Not in place.
 bool allreduce_from_shared_pages(Context& ctx, const std::byte* send, std::byte* recv,
                                  std::size_t count, Dtype dtype, const Op& op);
+
+// Reduce with the work shared: every rank reduces one slice of every rank's buffer, in rank
+// order, straight into the root's receive buffer, whose pages are shared too (the root's line
+// carries a second note, on it); the root also reduces the bytes in its buffer's partly used end
+// pages. A second round says each rank is done. True when the call was done this way. Not in
+// place.
+bool reduce_from_shared_pages(Context& ctx, const std::byte* send, std::byte* recv,
+                              std::size_t count, Dtype dtype, const Op& op, std::uint32_t root);
 
 }  // namespace shmcoll::coll
