@@ -66,13 +66,6 @@ bool all_shared(Context& ctx, std::uint32_t round, const BufferNote& mine) {
   return true;
 }
 
-// My buffer may change once I return: only once every reader is done with it.
-void wait_until_read(Context& ctx, std::uint32_t round) {
-  for (std::uint32_t peer = 0; peer < ctx.rounds.size(); ++peer) {
-    if (peer != ctx.rounds.rank()) ctx.rounds.wait_released(peer, round);
-  }
-}
-
 }  // namespace
 
 bool sharing_applies(const Context& ctx, std::size_t bytes) {
@@ -162,71 +155,96 @@ std::byte* map_shared_buffer_to_write(Context& ctx, std::uint32_t rank, const Bu
   return map_or_fail(ctx, rank, note, shm::map_peer_pages_to_write);
 }
 
-bool allreduce_from_shared_pages(Context& ctx, const std::byte* send, std::byte* recv,
-                                 std::size_t count, Dtype dtype, const Op& op) {
-  shm::Rounds& rounds = ctx.rounds;
-  // In place, every rank is (the standard asks it of all), so all skip alike.
-  if (!sharing_applies(ctx, count * dtype_size(dtype)) || split_unit(dtype) > 4096 ||
-      send == recv) {
-    return false;
-  }
-  const std::size_t bytes = count * dtype_size(dtype);
-  const std::uint32_t round = rounds.begin();
-  const BufferNote mine = post_buffer_note(ctx, round, send, bytes, split_unit(dtype));
-  if (!all_shared(ctx, round, mine)) return false;
-  reduce_inputs(ctx, round, send, 0, bytes, dtype, op, [&](std::size_t at) { return recv + at; });
-  rounds.release(round);
-  wait_until_read(ctx, round);
-  return true;
-}
+namespace {
 
-bool reduce_from_shared_pages(Context& ctx, const std::byte* send, std::byte* recv,
-                              std::size_t count, Dtype dtype, const Op& op, std::uint32_t root) {
+constexpr std::uint32_t kEveryRank = ~0u;
+
+// reduce (root) or allreduce (kEveryRank) with the work shared: every rank reduces one slice of
+// every rank's buffer, in rank order; in a reduce straight into the root's receive buffer, in an
+// allreduce into its own, then copied into every other rank's. Receive buffers are written only
+// where shared (their notes ride beside the send buffers' in the first round's lines); the bytes
+// of its own buffer in its partly used end pages, which no other rank reaches, each receiver
+// reduces itself. An allreduce whose receive buffers are not all shared has every rank reduce
+// everything itself, still straight from the send buffers. A second round says who is done.
+bool reduce_in_slices(Context& ctx, const std::byte* send, std::byte* recv, std::size_t count,
+                      Dtype dtype, const Op& op, std::uint32_t root) {
   shm::Rounds& rounds = ctx.rounds;
   const std::size_t unit = split_unit(dtype);
-  if (!sharing_applies(ctx, count * dtype_size(dtype)) || unit > 4096) return false;
-  const std::uint32_t me = rounds.rank(), size = rounds.size();
   const std::size_t bytes = count * dtype_size(dtype);
+  const bool everyone = root == kEveryRank;
+  // An allreduce in place is in place on every rank (the standard asks it of all): all skip alike.
+  const std::uint32_t me = rounds.rank(), size = rounds.size();
+  if (size == 1 || !sharing_applies(ctx, bytes) || unit > 4096 || (everyone && send == recv)) {
+    return false;
+  }
+  const bool receives = everyone || me == root;
   const std::uint32_t round = rounds.begin();
-  // The root's line: the note on its send buffer, then on its receive buffer (none in place).
+  // My line: the note on my send buffer, then (where I receive) on my receive buffer (none in
+  // place).
   BufferNote notes[2] = {share_buffer(ctx, round, send, bytes, unit), {-1, 0, 0, 0, 0, 0, bytes}};
-  if (me == root && send != recv) {
+  if (receives && send != recv) {
     if (const auto pages = shm::shared_pages_for(recv, bytes)) {
       const BufferNote shared = note_on(*pages, recv, bytes, unit);
       if (shared.tail_from > shared.head) notes[1] = shared;
     }
   }
-  rounds.publish_message(round, notes, me == root ? sizeof notes : sizeof notes[0]);
-  const BufferNote out_note = me == root ? notes[1] : buffer_note_of(ctx, root, round, 1);
-  if (!all_shared(ctx, round, notes[0]) || out_note.fd < 0) return false;
-
-  // My slice of the result, into the root's pages; the root also reduces the bytes in its partly
-  // used end pages, which the others cannot reach.
-  const std::size_t slice = (bytes / size + unit - 1) / unit * unit;
-  const std::size_t from = std::min(bytes, me * slice), to = std::min(bytes, from + slice);
-  const std::uint32_t done = rounds.begin();
-  if (me == root) {
-    const auto into_recv = [&](std::size_t at) { return recv + at; };
-    reduce_inputs(ctx, round, send, from, to, dtype, op, into_recv);
-    reduce_inputs(ctx, round, send, 0, out_note.head, dtype, op, into_recv);
-    reduce_inputs(ctx, round, send, out_note.tail_from, bytes, dtype, op, into_recv);
-  } else {
-    if (out_note.bytes != bytes || out_note.tail_from > bytes ||
-        out_note.tail_from - out_note.head >
-            out_note.memfd_bytes - std::min(out_note.offset, out_note.memfd_bytes)) {
-      fail(Errc::invalid_argument, "rank ", me, ": the reduce root (rank ", root, ") receives ",
-           out_note.bytes, " bytes, not this rank's ", bytes, " (mismatched counts)");
+  rounds.publish_message(round, notes, receives ? sizeof notes : sizeof notes[0]);
+  if (!all_shared(ctx, round, notes[0])) return false;
+  bool outputs_shared = true;
+  for (std::uint32_t rank = 0; rank < size; ++rank) {
+    if (everyone || rank == root) {
+      outputs_shared &= (rank == me ? notes[1] : buffer_note_of(ctx, rank, round, 1)).fd >= 0;
     }
-    std::byte* const pages = map_shared_buffer_to_write(ctx, root, out_note) + out_note.offset;
-    reduce_inputs(ctx, round, send, std::max<std::size_t>(from, out_note.head),
-                  std::min<std::size_t>(to, out_note.tail_from), dtype, op,
-                  [&](std::size_t at) { return pages + (at - out_note.head); });
+  }
+  if (!outputs_shared && !everyone) return false;
+
+  const std::size_t slice = (bytes / size + unit - 1) / unit * unit;
+  const std::size_t from = outputs_shared ? std::min(bytes, me * slice) : 0;
+  const std::size_t to = outputs_shared ? std::min(bytes, from + slice) : bytes;
+  const auto into_recv = [&](std::size_t at) { return recv + at; };
+  const std::uint32_t done = rounds.begin();
+  if (receives) reduce_inputs(ctx, round, send, from, to, dtype, op, into_recv);
+  for (std::uint32_t rank = 0; rank < size && outputs_shared; ++rank) {
+    if (rank == me || (!everyone && rank != root)) continue;
+    const BufferNote theirs = buffer_note_of(ctx, rank, round, 1);
+    if (theirs.bytes != bytes || theirs.head > theirs.tail_from || theirs.tail_from > bytes ||
+        theirs.tail_from - theirs.head >
+            theirs.memfd_bytes - std::min(theirs.offset, theirs.memfd_bytes)) {
+      fail(Errc::invalid_argument, "rank ", me, ": rank ", rank, " receives ", theirs.bytes,
+           " bytes, not this rank's ", bytes, " (mismatched counts)");
+    }
+    std::byte* const pages = map_shared_buffer_to_write(ctx, rank, theirs) + theirs.offset;
+    const std::size_t in_from = std::max<std::size_t>(from, theirs.head);
+    const std::size_t in_to = std::min<std::size_t>(to, theirs.tail_from);
+    if (in_from >= in_to) continue;
+    if (receives) {  // my slice is in my receive buffer already
+      std::memcpy(pages + (in_from - theirs.head), recv + in_from, in_to - in_from);
+    } else {
+      reduce_inputs(ctx, round, send, in_from, in_to, dtype, op,
+                    [&](std::size_t at) { return pages + (at - theirs.head); });
+    }
+  }
+  if (receives && outputs_shared) {
+    reduce_inputs(ctx, round, send, 0, notes[1].head, dtype, op, into_recv);
+    reduce_inputs(ctx, round, send, notes[1].tail_from, bytes, dtype, op, into_recv);
   }
   rounds.publish(done);
   for (std::uint32_t peer = 0; peer < size; ++peer) {
-    if (peer != me) rounds.wait_for(peer, done);  // done reading my buffer, writing the root's
+    if (peer != me) rounds.wait_for(peer, done);  // done reading my buffers, writing mine
   }
   return true;
+}
+
+}  // namespace
+
+bool reduce_from_shared_pages(Context& ctx, const std::byte* send, std::byte* recv,
+                              std::size_t count, Dtype dtype, const Op& op, std::uint32_t root) {
+  return reduce_in_slices(ctx, send, recv, count, dtype, op, root);
+}
+
+bool allreduce_from_shared_pages(Context& ctx, const std::byte* send, std::byte* recv,
+                                 std::size_t count, Dtype dtype, const Op& op) {
+  return reduce_in_slices(ctx, send, recv, count, dtype, op, kEveryRank);
 }
 
 }  // namespace shmcoll::coll

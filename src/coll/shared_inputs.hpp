@@ -74,17 +74,16 @@ inline const std::byte* locate(const BufferNote& note, const std::byte* pages,
   return slot + note.head + (at - note.tail_from);
 }
 
-// Every rank reduces every rank's buffer itself, in rank order (allreduce_all_read's result);
-// true when the call was done this way. Not in place.
-bool allreduce_from_shared_pages(Context& ctx, const std::byte* send, std::byte* recv,
-                                 std::size_t count, Dtype dtype, const Op& op);
-
-// Reduce with the work shared: every rank reduces one slice of every rank's buffer, in rank
-// order, straight into the root's receive buffer, whose pages are shared too (the root's line
-// carries a second note, on it); the root also reduces the bytes in its buffer's partly used end
-// pages. A second round says each rank is done. True when the call was done this way. Not in
-// place.
+// reduce and allreduce with the work shared, where every rank's send buffer is shared: every rank
+// reduces one slice of all of them, in rank order, into the root's receive buffer (reduce) or
+// into its own, then copies it into every other rank's (allreduce), where those are shared too
+// (their notes ride in the same lines); the bytes in a receive buffer's partly used end pages
+// its owner reduces itself. An allreduce whose receive buffers are not all shared has every
+// rank reduce everything itself, still straight from the send buffers. True when the call was
+// done this way. Not in place (reduce: not at a root in place).
 bool reduce_from_shared_pages(Context& ctx, const std::byte* send, std::byte* recv,
                               std::size_t count, Dtype dtype, const Op& op, std::uint32_t root);
+bool allreduce_from_shared_pages(Context& ctx, const std::byte* send, std::byte* recv,
+                                 std::size_t count, Dtype dtype, const Op& op);
 
 }  // namespace shmcoll::coll
