@@ -37,8 +37,8 @@ class GatherSpec final : public ExchangeSpec {
   bool in_place_;
 };
 
-// The root's receive buffer as one run of `span` bytes at `first`, blocks back to back in rank
-// order, each of `block_bytes` and contiguous; nullptr when it is laid out otherwise.
+// Where the root's receive buffer starts when its blocks lie back to back in rank order, each
+// `block_bytes` long and contiguous; nullptr when it is laid out otherwise.
 std::byte* dense_receive_buffer(const Layout& recv, std::uint32_t size, std::size_t block_bytes) {
   const Block first = recv.block(0);
   if (!first.type->is_contiguous()) return nullptr;

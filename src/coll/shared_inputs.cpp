@@ -172,8 +172,8 @@ bool reduce_in_slices(Context& ctx, const std::byte* send, std::byte* recv, std:
   const std::size_t unit = split_unit(dtype);
   const std::size_t bytes = count * dtype_size(dtype);
   const bool everyone = root == kEveryRank;
-  // An allreduce in place is in place on every rank (the standard asks it of all): all skip alike.
   const std::uint32_t me = rounds.rank(), size = rounds.size();
+  // An allreduce in place is in place on every rank (the standard asks it of all): all skip alike.
   if (size == 1 || !sharing_applies(ctx, bytes) || unit > 4096 || (everyone && send == recv)) {
     return false;
   }
