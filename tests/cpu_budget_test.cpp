@@ -68,7 +68,7 @@ struct Waits {
   long yield_ns;
   friend bool operator==(const Waits&, const Waits&) = default;
 };
-constexpr Waits kOwnCpus{50'000, 0};
+constexpr Waits kOwnCpus{200'000, 0};
 constexpr Waits kSharedCpus{0, 1'000'000};
 
 Waits team_waits(int ranks, shmcoll::Binding bind) {

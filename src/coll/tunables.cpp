@@ -37,7 +37,7 @@ constexpr TunableInfo kTunables[] = {
     {"SHMCOLL_SLICES_MIN_RANKS", "3",
      "smallest team where large (all)reduces split the reduction into per-rank slices; at 2 ranks "
      "reading all slots is 1.7-2x faster (measured), above it slices move less data per rank"},
-    {"SHMCOLL_SPIN_NS", "50000, or 0 when ranks outnumber the CPUs they may use",
+    {"SHMCOLL_SPIN_NS", "200000, or 0 when ranks outnumber the CPUs they may use",
      "busy-wait before a wait yields or sleeps on a futex"},
     {"SHMCOLL_YIELD_NS", "0, or 1000000 when ranks outnumber the CPUs they may use",
      "after spinning, poll with sched_yield this long before sleeping on a futex (a rank that "
@@ -232,7 +232,7 @@ Tunables Tunables::from_env() {
 
 long Tunables::spin_for(bool ranks_share_cpus) const {
   if (spin_ns >= 0) return spin_ns;
-  return ranks_share_cpus ? 0 : 50'000;
+  return ranks_share_cpus ? 0 : 200'000;
 }
 
 long Tunables::yield_for(bool ranks_share_cpus) const {

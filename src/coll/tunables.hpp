@@ -84,8 +84,10 @@ struct Tunables {
   // Reads the environment; a malformed value is an invalid_argument error naming the variable.
   static Tunables from_env();
   // How long a wait spins, then polls with sched_yield, before it sleeps: SHMCOLL_SPIN_NS and
-  // SHMCOLL_YIELD_NS, else 50 us of spinning and no yielding, or, when the team's ranks outnumber
-  // the CPUs they may use (they share CPUs), no spinning and 1 ms of yielding.
+  // SHMCOLL_YIELD_NS, else 200 us of spinning and no yielding, or, when the team's ranks
+  // outnumber the CPUs they may use (they share CPUs), no spinning and 1 ms of yielding. 200 us
+  // covers a 4 MiB copy a root waits out (bcast's readers copying from its pages): at 50 us it
+  // slept and woke late, 115-177 us a call against 87-92.
   long spin_for(bool ranks_share_cpus) const;
   long yield_for(bool ranks_share_cpus) const;
 };

@@ -27,7 +27,7 @@ using MismatchDescriber = std::string (*)(std::uint32_t rank_a, const Signature&
                                           std::uint32_t rank_b, const Signature& signature_b);
 
 struct WaitPolicy {
-  long spin_ns = 50'000;             // busy-wait this long, then
+  long spin_ns = 200'000;            // busy-wait this long, then
   long yield_ns = 0;                 // poll with sched_yield this long, then sleep on the futex
   long sleep_slice_ns = 10'000'000;  // longest single futex sleep: liveness is checked this often
   long timeout_ms = 0;               // 0: wait forever (peers are still watched)
