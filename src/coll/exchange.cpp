@@ -196,14 +196,12 @@ class Exchange {
   void receive_from_pages(std::uint32_t source, const Block& in, const std::byte* region) {
     BufferNote note;
     std::memcpy(&note, region, sizeof note);
-    const std::uint64_t shared = note.tail_from - note.head;
-    if (note.bytes < in.bytes() || note.tail_from < note.head || note.tail_from > note.bytes ||
-        note.outside() > 2 * shm::kPageBytes || note.offset > note.memfd_bytes ||
-        shared > note.memfd_bytes - note.offset) {
+    if (note.bytes < in.bytes() || !note_is_sound(note) || note.outside() > 2 * shm::kPageBytes) {
       fail(Errc::invalid_argument, "rank ", me_, ": rank ", source, " sent a block of ", note.bytes,
            " bytes, shorter than the ", in.bytes(), " bytes this rank expects (mismatched counts)");
     }
-    unpack_shared(in, note, shared > 0 ? map_shared_buffer(ctx_, source, note) : nullptr,
+    const bool shared = note.tail_from > note.head;
+    unpack_shared(in, note, shared ? map_shared_buffer(ctx_, source, note) : nullptr,
                   region + sizeof note);
   }
 

@@ -68,14 +68,8 @@ bool gather_into_shared_pages(Context& ctx, const Block& send, const Layout& rec
   const std::size_t span = block_bytes * size;
   const std::uint32_t round = rounds.begin();
   if (me == root) {
-    BufferNote note{-1, 0, 0, 0, 0, 0, span};
     std::byte* const first = dense_receive_buffer(recv, size, block_bytes);
-    if (first) {
-      if (const auto pages = shm::shared_pages_for(first, span)) {
-        const BufferNote shared = note_on(*pages, first, span, 1);
-        if (shared.tail_from > shared.head) note = shared;
-      }
-    }
+    const BufferNote note = note_if_shared(first, span, 1);
     rounds.publish_message(round, &note, sizeof note);
     if (note.fd < 0) return false;
     spec.copy_own();
@@ -98,9 +92,7 @@ bool gather_into_shared_pages(Context& ctx, const Block& send, const Layout& rec
   rounds.publish(round);
   const BufferNote note = buffer_note_of(ctx, root, round);
   if (note.fd < 0) return false;
-  if (note.bytes != span || note.tail_from > span || note.head > note.tail_from ||
-      note.offset > note.memfd_bytes ||
-      note.tail_from - note.head > note.memfd_bytes - note.offset) {
+  if (note.bytes != span || !note_is_sound(note)) {
     fail(Errc::invalid_argument, "rank ", me, ": the gather root (rank ", root, ") receives ",
          note.bytes, " bytes, not the ", span,
          " of this rank's block times the ranks (mismatched counts)");

@@ -84,6 +84,22 @@ BufferNote note_on(const shm::SharedPages& pages, const std::byte* data, std::si
   return {pages.fd, std::uint32_t(head), pages.inode, pages.bytes, offset, tail_from, bytes};
 }
 
+BufferNote note_if_shared(const std::byte* data, std::size_t bytes, std::size_t unit) {
+  if (data) {
+    if (const auto pages = shm::shared_pages_for(data, bytes)) {
+      const BufferNote shared = note_on(*pages, data, bytes, unit);
+      if (shared.tail_from > shared.head) return shared;
+    }
+  }
+  return {-1, 0, 0, 0, 0, 0, bytes};
+}
+
+bool note_is_sound(const BufferNote& note) {
+  return note.head <= note.tail_from && note.tail_from <= note.bytes &&
+         note.offset <= note.memfd_bytes &&
+         note.tail_from - note.head <= note.memfd_bytes - note.offset;
+}
+
 void copy_outside(const BufferNote& note, const std::byte* data, std::byte* to) {
   std::memcpy(to, data, note.head);
   std::memcpy(to + note.head, data + note.tail_from, note.bytes - note.tail_from);
@@ -110,17 +126,10 @@ BufferNote post_buffer_note(Context& ctx, std::uint32_t round, const std::byte* 
 BufferNote share_buffer(Context& ctx, std::uint32_t round, const std::byte* send, std::size_t bytes,
                         std::size_t unit) {
   shm::Rounds& rounds = ctx.rounds;
-  BufferNote note{-1, 0, 0, 0, 0, 0, bytes};
-  const std::optional<shm::SharedPages> pages =
-      send ? shm::shared_pages_for(send, bytes) : std::nullopt;
-  if (pages) {
-    const BufferNote shared = note_on(*pages, send, bytes, unit);
-    if (shared.tail_from > shared.head && shared.outside() <= rounds.slot_bytes()) {
-      note = shared;
-      rounds.wait_slot_free(round);
-      copy_outside(note, send, rounds.slot(rounds.rank(), round));
-    }
-  }
+  const BufferNote note = note_if_shared(send, bytes, unit);
+  if (note.fd < 0 || note.outside() > rounds.slot_bytes()) return {-1, 0, 0, 0, 0, 0, bytes};
+  rounds.wait_slot_free(round);
+  copy_outside(note, send, rounds.slot(rounds.rank(), round));
   return note;
 }
 
@@ -181,13 +190,9 @@ bool reduce_in_slices(Context& ctx, const std::byte* send, std::byte* recv, std:
   const std::uint32_t round = rounds.begin();
   // My line: the note on my send buffer, then (where I receive) on my receive buffer (none in
   // place).
-  BufferNote notes[2] = {share_buffer(ctx, round, send, bytes, unit), {-1, 0, 0, 0, 0, 0, bytes}};
-  if (receives && send != recv) {
-    if (const auto pages = shm::shared_pages_for(recv, bytes)) {
-      const BufferNote shared = note_on(*pages, recv, bytes, unit);
-      if (shared.tail_from > shared.head) notes[1] = shared;
-    }
-  }
+  const BufferNote notes[2] = {
+      share_buffer(ctx, round, send, bytes, unit),
+      note_if_shared(receives && send != recv ? recv : nullptr, bytes, unit)};
   rounds.publish_message(round, notes, receives ? sizeof notes : sizeof notes[0]);
   if (!all_shared(ctx, round, notes[0])) return false;
   bool outputs_shared = true;
@@ -207,9 +212,7 @@ bool reduce_in_slices(Context& ctx, const std::byte* send, std::byte* recv, std:
   for (std::uint32_t rank = 0; rank < size && outputs_shared; ++rank) {
     if (rank == me || (!everyone && rank != root)) continue;
     const BufferNote theirs = buffer_note_of(ctx, rank, round, 1);
-    if (theirs.bytes != bytes || theirs.head > theirs.tail_from || theirs.tail_from > bytes ||
-        theirs.tail_from - theirs.head >
-            theirs.memfd_bytes - std::min(theirs.offset, theirs.memfd_bytes)) {
+    if (theirs.bytes != bytes || !note_is_sound(theirs)) {
       fail(Errc::invalid_argument, "rank ", me, ": rank ", rank, " receives ", theirs.bytes,
            " bytes, not this rank's ", bytes, " (mismatched counts)");
     }

@@ -41,6 +41,12 @@ struct BufferNote {
 // `unit` bytes from `data`.
 BufferNote note_on(const shm::SharedPages& pages, const std::byte* data, std::size_t bytes,
                    std::size_t unit);
+// The note on `bytes` at `data` (nullptr: none) where some of it lies in shared pages (moved
+// there on this use, perhaps), else one that says not shared (fd -1).
+BufferNote note_if_shared(const std::byte* data, std::size_t bytes, std::size_t unit);
+// Whether a note a peer posted is sound: its parts in order within its bytes, its shared part
+// within its memfd.
+bool note_is_sound(const BufferNote& note);
 // The bytes of `data` outside its shared part, to `to` (note.outside() of them).
 void copy_outside(const BufferNote& note, const std::byte* data, std::byte* to);
 // A reader's side: `to` from the owner's mapped `pages` and the bytes `outside` them.
