@@ -100,13 +100,13 @@ TEST(CollectiveEdges, CountsAtLineAndRegionBoundaries) {
   }
 }
 
-// A scatter whose blocks overflow one message line but each fit one fills the lines of several
-// rounds (up to 8). At 3 ranks a line holds 2 regions of 48 bytes, so blocks of 13-24 i32 span 2
-// lines; at 5, 4 regions of 24 bytes (7-24 i32: 2-4 lines); at 8, 7 regions of 8 bytes (3-24
-// i32: 2-7 lines); at 16, 15 regions of 0 bytes (1-12 i32: 2-8 lines; longer ones go through
-// the slots).
-// Many calls in a row with changing roots and counts, scatter and scatterv, the receivers
-// through a strided type: the root runs ahead and its lines are reused while readers lag.
+// A scatter whose blocks all fit one message line goes in that line; one whose blocks overflow
+// it but each fit one fills the lines of several rounds (up to 8). At 3 ranks a line holds 2
+// regions of 48 bytes, so blocks of 13-24 i32 span 2 lines; at 5, 4 regions of 24 bytes (7-24 i32:
+// 2-4 lines); at 8, 7 regions of 8 bytes (3-24 i32: 2-7 lines); at 16, 15 regions of 0 bytes (1-12
+// i32: 2-8 lines; longer ones go through the slots). Many calls in a row with changing roots and
+// counts, scatter and scatterv, the receivers through a strided type: the root runs ahead and its
+// lines are reused while readers lag.
 TEST(CollectiveEdges, ScattersSpanningSeveralMessageLines) {
   for (int p : {3, 5, 8, 16}) {
     auto* shared = shmcoll::testing::shared_block<Shared>();
