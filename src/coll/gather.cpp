@@ -37,6 +37,29 @@ class GatherSpec final : public ExchangeSpec {
   bool in_place_;
 };
 
+// Blocks that fit one message line, as every rank knows from the block length they agree on:
+// each sender publishes its block in its line and the root copies each out. The exchange engine
+// moves them the same way, but through its header, per-peer bookkeeping and release.
+void gather_in_lines(Context& ctx, const Block& send, const Layout& recv, std::uint32_t root,
+                     std::size_t block_bytes, const GatherSpec& spec) {
+  shm::Rounds& rounds = ctx.rounds;
+  const std::uint32_t round = rounds.begin();
+  if (rounds.rank() != root) {
+    alignas(8) std::byte line[shm::kMessageBytes];
+    send.type->pack_range(send.base, send.count, 0, block_bytes, line);
+    rounds.publish_message(round, line, block_bytes);
+    return;
+  }
+  rounds.publish(round);
+  spec.copy_own();
+  for (std::uint32_t sender = 0; sender < rounds.size(); ++sender) {
+    if (sender == root) continue;
+    const Block block = recv.block(sender);
+    block.type->unpack_range(rounds.wait_message(sender, round), block.count, 0, block_bytes,
+                             block.base);
+  }
+}
+
 // Where the root's receive buffer starts when its blocks lie back to back in rank order, each
 // `block_bytes` long and contiguous; nullptr when it is laid out otherwise.
 std::byte* dense_receive_buffer(const Layout& recv, std::uint32_t size, std::size_t block_bytes) {
@@ -130,6 +153,9 @@ void gather(Context& ctx, const Block& send, const Layout& recv, int root, bool 
   const GatherSpec spec(send, recv, me, root, false);
   if (!varying && ctx.rounds.size() > 1) {
     const std::size_t block_bytes = at_root ? recv.longest_bytes() : send.bytes();
+    if (block_bytes > 0 && block_bytes <= shm::kMessageBytes) {
+      return gather_in_lines(ctx, send, recv, std::uint32_t(root), block_bytes, spec);
+    }
     if (gather_into_shared_pages(ctx, send, recv, std::uint32_t(root), block_bytes, spec)) return;
   }
   using Knowledge = ExchangeShape::Knowledge;
