@@ -4,6 +4,7 @@
 
 #include "coll/store.hpp"
 #include "ops/reduce.hpp"
+#include "util/copy.hpp"
 
 namespace shmcoll::coll {
 
@@ -25,9 +26,9 @@ void gather_reduced_slices(Context& ctx, std::uint32_t result_round, std::byte* 
     const Slice slice = slice_of(count, rounds.size(), peer, element_bytes);
     if (slice.count == 0) continue;
     if (peer != rounds.rank()) rounds.wait_for(peer, result_round);
-    std::memcpy(out + slice.first * element_bytes,
-                rounds.slot(peer, result_round) + slice.first * element_bytes,
-                slice.count * element_bytes);
+    copy_bytes(out + slice.first * element_bytes,
+               rounds.slot(peer, result_round) + slice.first * element_bytes,
+               slice.count * element_bytes);
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include "coll/exchange.hpp"
 #include "coll/shared_inputs.hpp"
+#include "util/copy.hpp"
 #include "util/fail.hpp"
 
 namespace shmcoll::coll {
@@ -106,9 +107,9 @@ bool gather_into_shared_pages(Context& ctx, const Block& send, const Layout& rec
       const std::byte* outside = rounds.slot(sender, done);
       const std::size_t before =
           std::min(end, std::size_t(note.head)) - std::min(begin, std::size_t(note.head));
-      std::memcpy(first + begin, outside, before);
+      copy_bytes(first + begin, outside, before);
       const std::size_t after_from = std::max(begin, std::size_t(note.tail_from));
-      if (end > after_from) std::memcpy(first + after_from, outside + before, end - after_from);
+      if (end > after_from) copy_bytes(first + after_from, outside + before, end - after_from);
     }
     return true;
   }

@@ -7,6 +7,7 @@
 #include "coll/shared_inputs.hpp"
 #include "coll/store.hpp"
 #include "coll/tree_steps.hpp"
+#include "util/copy.hpp"
 
 namespace shmcoll::coll {
 
@@ -114,8 +115,8 @@ void reduce_tree(Context& ctx, const std::byte* send, std::byte* recv, std::size
     const std::uint32_t round =
         combine_up_tree(ctx, send + offset, result, n, dtype, op, root != tree_root);
     if (rounds.rank() == root && !at_tree_root) {
-      std::memcpy(recv + offset, wait_posted(rounds, tree_root, round, n * element_bytes),
-                  n * element_bytes);
+      copy_bytes(recv + offset, wait_posted(rounds, tree_root, round, n * element_bytes),
+                 n * element_bytes);
     }
   });
 }

@@ -7,6 +7,7 @@
 
 #include "coll/collectives.hpp"
 #include "ops/reduce.hpp"
+#include "util/copy.hpp"
 
 namespace shmcoll::coll {
 
@@ -27,7 +28,7 @@ void reduce_scatter(Context& ctx, const void* send, void* recv,
   auto* out = static_cast<std::byte*>(recv);
   if (longest == 0) return;  // counts agree on every rank, so all skip the rounds alike
   if (size == 1) {
-    if (!in_place) std::memcpy(out, in, total * element_bytes);
+    if (!in_place) copy_bytes(out, in, total * element_bytes);
     return;
   }
 
@@ -53,8 +54,8 @@ void reduce_scatter(Context& ctx, const void* send, void* recv,
     // In place my own piece is posted too: my result overwrites the input it is computed from.
     for (std::uint32_t dest = 0; dest < size; ++dest) {
       if (dest == me && !in_place) continue;
-      std::memcpy(posted + dest * region, in + (ctx.offsets[dest] + first) * element_bytes,
-                  piece_of(dest, first) * element_bytes);
+      copy_bytes(posted + dest * region, in + (ctx.offsets[dest] + first) * element_bytes,
+                 piece_of(dest, first) * element_bytes);
     }
     if (fits_line) {
       rounds.publish_message(round, line, size * region);

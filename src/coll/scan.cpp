@@ -9,6 +9,7 @@
 #include "coll/store.hpp"
 #include "coll/tree_steps.hpp"
 #include "ops/reduce.hpp"
+#include "util/copy.hpp"
 
 namespace shmcoll::coll {
 
@@ -83,7 +84,7 @@ void scan_tree_chunk(Context& ctx, const std::byte* in, std::byte* out, std::siz
   if (exclusive) {
     ops::reduce_kary(dtype, op, out, ctx.inputs.data(), before, count);
   } else {
-    std::memcpy(out, inclusive.data(), bytes);
+    copy_bytes(out, inclusive.data(), bytes);
   }
   inclusive.post();
 }

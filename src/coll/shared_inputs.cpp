@@ -8,6 +8,7 @@
 
 #include "ops/reduce.hpp"
 #include "shm/shared_pages.hpp"
+#include "util/copy.hpp"
 #include "util/fail.hpp"
 
 namespace shmcoll::coll {
@@ -101,8 +102,8 @@ bool note_is_sound(const BufferNote& note) {
 }
 
 void copy_outside(const BufferNote& note, const std::byte* data, std::byte* to) {
-  std::memcpy(to, data, note.head);
-  std::memcpy(to + note.head, data + note.tail_from, note.bytes - note.tail_from);
+  copy_bytes(to, data, note.head);
+  copy_bytes(to + note.head, data + note.tail_from, note.bytes - note.tail_from);
 }
 
 void unpack_shared(const Block& to, const BufferNote& note, const std::byte* pages,
@@ -221,7 +222,7 @@ bool reduce_in_slices(Context& ctx, const std::byte* send, std::byte* recv, std:
     const std::size_t in_to = std::min<std::size_t>(to, theirs.tail_from);
     if (in_from >= in_to) continue;
     if (receives) {  // my slice is in my receive buffer already
-      std::memcpy(pages + (in_from - theirs.head), recv + in_from, in_to - in_from);
+      copy_bytes(pages + (in_from - theirs.head), recv + in_from, in_to - in_from);
     } else {
       reduce_inputs(ctx, round, send, in_from, in_to, dtype, op,
                     [&](std::size_t at) { return pages + (at - theirs.head); });

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "coll/blocks.hpp"
+#include "util/copy.hpp"
 
 namespace shmcoll::coll {
 
@@ -22,7 +23,7 @@ inline bool store_changes(std::byte* slot, const std::byte* data, std::size_t by
   for (std::size_t at = 0; at < bytes; at += kBlock) {
     const std::size_t n = std::min(kBlock, bytes - at);
     if (std::memcmp(slot + at, data + at, n) != 0) {
-      std::memcpy(slot + at, data + at, n);
+      copy_bytes(slot + at, data + at, n);
       stored = true;
     }
   }

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "ops/reduce.hpp"
+#include "util/copy.hpp"
 
 namespace shmcoll::coll {
 
@@ -52,7 +53,7 @@ std::uint32_t combine_up_tree(Context& ctx, const std::byte* send, std::byte* re
   }
   Outbox outbox(rounds, round, bytes);
   ops::reduce_kary(dtype, op, outbox.data(), ctx.inputs.data(), inputs, count);  // a leaf copies
-  if (at_root && result) std::memcpy(result, outbox.data(), bytes);
+  if (at_root && result) copy_bytes(result, outbox.data(), bytes);
   outbox.post();
   return round;
 }

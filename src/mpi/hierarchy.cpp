@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "util/copy.hpp"
+
 namespace shmcoll::mpi {
 
 NodeHierarchy::NodeHierarchy(MPI_Comm comm, MPI_Comm node) : node_(node) {
@@ -142,7 +144,7 @@ void NodeHierarchy::scan(const void* sendbuf, void* recvbuf, int count, MPI_Data
   auto* total = static_cast<std::byte*>(scratch(0, 2 * bytes));
   auto* before = total + bytes;
   const int last = static_cast<int>(members_[node()].size()) - 1;
-  if (node_rank_of_rank_[rank_] == last) std::memcpy(total, recvbuf, bytes);
+  if (node_rank_of_rank_[rank_] == last) copy_bytes(total, recvbuf, bytes);
   if (!earlier_nodes_total(total, before, last, count, type, op, reduction)) return;
   reduce_local(before, recvbuf, count, reduction.dtype, reduction.op);
 }
@@ -157,14 +159,14 @@ void NodeHierarchy::exscan(const void* sendbuf, void* recvbuf, int count, MPI_Da
   const int last = static_cast<int>(members_[node()].size()) - 1;
   // The last member's own input, before an in-place exscan replaces it: with its exscan result it
   // makes the node's total.
-  if (node_rank == last) std::memcpy(total, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, bytes);
+  if (node_rank == last) copy_bytes(total, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, bytes);
   node_team_->exscan(send_of(sendbuf), recvbuf, count, reduction.dtype, reduction.op);
   if (node_rank == last && last > 0) {
     reduce_local(recvbuf, total, count, reduction.dtype, reduction.op);  // earlier ones first
   }
   if (!earlier_nodes_total(total, before, last, count, type, op, reduction)) return;
   if (node_rank == 0) {
-    std::memcpy(recvbuf, before, bytes);  // nothing on its node comes before the first member
+    copy_bytes(recvbuf, before, bytes);  // nothing on its node comes before the first member
   } else {
     reduce_local(before, recvbuf, count, reduction.dtype, reduction.op);
   }

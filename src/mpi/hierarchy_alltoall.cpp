@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "mpi/hierarchy.hpp"
+#include "util/copy.hpp"
 
 namespace shmcoll::mpi {
 
@@ -46,7 +47,7 @@ void NodeHierarchy::exchange_runs(const std::int64_t* table, const std::byte* ga
         *sizes++ = table[i * ranks + j];
         bytes += table[i * ranks + j];
       }
-      std::memcpy(data, gathered + first, static_cast<std::size_t>(bytes));  // i's blocks for m
+      copy_bytes(data, gathered + first, static_cast<std::size_t>(bytes));  // i's blocks for m
       data += bytes;
     }
   }
@@ -69,8 +70,8 @@ void NodeHierarchy::exchange_runs(const std::int64_t* table, const std::byte* ga
   };
   for (int n = 0; n < nodes; ++n) {
     if (n == node()) {
-      std::memcpy(incoming + incoming_at_[n], runs + run_at_[n],
-                  static_cast<std::size_t>(run_bytes_[n]));
+      copy_bytes(incoming + incoming_at_[n], runs + run_at_[n],
+                 static_cast<std::size_t>(run_bytes_[n]));
       continue;
     }
     in_pieces(incoming + incoming_at_[n], incoming_bytes_[n],
@@ -111,7 +112,7 @@ void NodeHierarchy::exchange_runs(const std::int64_t* table, const std::byte* ga
     for (std::int64_t s = 0; s < static_cast<std::int64_t>(members_[n].size()); ++s) {
       for (std::int64_t t = 0; t < here; ++t) {
         const std::int64_t bytes = sizes_of(n)[s * here + t];
-        std::memcpy(out + cursor[t], from, static_cast<std::size_t>(bytes));
+        copy_bytes(out + cursor[t], from, static_cast<std::size_t>(bytes));
         cursor[t] += bytes;
         from += bytes;
       }

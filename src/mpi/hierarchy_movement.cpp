@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "mpi/hierarchy.hpp"
+#include "util/copy.hpp"
 
 namespace shmcoll::mpi {
 
@@ -215,8 +216,8 @@ void NodeHierarchy::reduce_scatter_packed(const void* sendbuf, void* recvbuf, MP
       in_node_order = static_cast<std::byte*>(scratch(1, total * element));
       std::int64_t at = 0;
       for (int r = 0; r < size(); ++r) {
-        std::memcpy(in_node_order + packed_at_[r] * element, partial + at * element,
-                    count_of(r) * element);
+        copy_bytes(in_node_order + packed_at_[r] * element, partial + at * element,
+                   count_of(r) * element);
         at += count_of(r);
       }
     }
@@ -273,7 +274,7 @@ void NodeHierarchy::gatherv(const void* sendbuf, std::int64_t sendcount, const D
         auto& all = scratch_[1];
         if (all.size() < static_cast<std::size_t>(total + node_total))
           all.resize(total + node_total);
-        std::memcpy(all.data() + total, scratch_[0].data(), static_cast<std::size_t>(node_total));
+        copy_bytes(all.data() + total, scratch_[0].data(), static_cast<std::size_t>(node_total));
         total += node_total;
       } else {
         total += sized_receive(1, total, n, leaders_);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "util/address_space.hpp"
+#include "util/copy.hpp"
 #include "util/fail.hpp"
 
 namespace shmcoll {
@@ -254,7 +255,7 @@ inline void copy_run(char* to, const char* from, std::size_t bytes) {
       return;
     }
     default:
-      std::memcpy(to, from, bytes);
+      copy_bytes(to, from, bytes);
   }
 }
 

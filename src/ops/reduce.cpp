@@ -7,6 +7,7 @@
 #include "ops/simd_kernels.hpp"
 #include "shmcoll/shmcoll.hpp"
 #include "util/address_space.hpp"
+#include "util/copy.hpp"
 #include "util/fail.hpp"
 
 namespace shmcoll::ops {
@@ -25,11 +26,11 @@ void reduce_user(Dtype dtype, const Op::UserFunction& function, void* out,
   for (std::size_t first = 0; first < count; first += per_block) {
     const std::size_t n = std::min(per_block, count - first);
     const std::size_t offset = first * element;
-    std::memcpy(block, static_cast<const char*>(inputs[input_count - 1]) + offset, n * element);
+    copy_bytes(block, static_cast<const char*>(inputs[input_count - 1]) + offset, n * element);
     for (int k = input_count - 2; k >= 0; --k) {
       function(static_cast<const char*>(inputs[k]) + offset, block, n, dtype);
     }
-    std::memcpy(static_cast<char*>(out) + offset, block, n * element);
+    copy_bytes(static_cast<char*>(out) + offset, block, n * element);
   }
 }
 

@@ -1,0 +1,31 @@
+// Copying bulk data between user buffers and the segment. glibc 2.36 copies 2 KiB to about half
+// an L2 cache with `rep movsb`, and on AMD EPYC (this VM; Zen's "fast short rep mov") that runs
+// 12-14x slower when the destination sits 4-24 bytes past the source on a 64-byte line, which is
+// what copying between a page-aligned slot and a malloc'd or calloc'd buffer (16 bytes past a
+// page) gives: 256 KiB took 88 us against 7.1 aligned, and a 512 KiB bcast through the MPI
+// layer 179 us against Open MPI's 39. copy_bytes moves that range with vector loads and stores
+// aligned on the destination instead; below and above it, it is memcpy (which keeps its
+// non-temporal stores for large copies).
+#pragma once
+
+#include <cstddef>
+#include <cstring>
+
+namespace shmcoll {
+
+inline constexpr std::size_t kVectorCopyMin = 2048;
+inline constexpr std::size_t kVectorCopyEnd = std::size_t{1} << 20;
+
+// [kVectorCopyMin, kVectorCopyEnd) bytes, through vector registers (AVX2 where the CPU has it).
+void copy_through_vectors(void* to, const void* from, std::size_t bytes);
+
+// memcpy's contract: `to` and `from` do not overlap.
+inline void copy_bytes(void* to, const void* from, std::size_t bytes) {
+  if (bytes >= kVectorCopyMin && bytes < kVectorCopyEnd) {
+    copy_through_vectors(to, from, bytes);
+  } else {
+    std::memcpy(to, from, bytes);
+  }
+}
+
+}  // namespace shmcoll
