@@ -75,4 +75,40 @@ std::string run_and_check(Team& team, const Call& call, const TypeMenu& menu,
                           const std::vector<Reduction>& reductions, std::uint64_t& digest,
                           std::uint64_t& common_digest);
 
+// ---- The model's buffers and results (differential.cpp), for the runner (differential_run.cpp)
+
+std::uint64_t mix(std::uint64_t a, std::uint64_t b);  // splitmix64 of a combined with b
+
+// One rank's side of a data-movement call: per peer count, displacement (bytes for w, extents
+// otherwise) and type, and the bytes its buffer spans.
+struct Side {
+  std::vector<std::int64_t> counts, displs;
+  std::vector<int> types;
+  std::vector<Datatype> datatypes;
+  std::size_t buffer_bytes = 0;
+};
+struct Sides {
+  Side send, recv;
+};
+
+Sides sides_of(const Call& call, int rank, int p, const TypeMenu& menu);
+
+// What a rank's buffers hold before a call: a pattern of the call, the rank and the role ('s'
+// send, 'r' receive, 'i' a reduction's input), whole or bytes [begin, end) (begin a multiple of 8).
+std::vector<std::byte> initial_bytes(const Call& call, int rank, char role, std::size_t bytes);
+std::vector<std::byte> initial_bytes(const Call& call, int rank, char role, std::size_t begin,
+                                     std::size_t end);
+
+// A reduction's input on `rank`: `count` elements of the reduction's type.
+std::vector<std::byte> reduction_input(const Call& call, int rank, std::size_t count,
+                                       const Reduction& reduction);
+// acc = acc op next, element by element, for the menu's reduction `reduction`.
+void fold(int reduction, std::byte* acc, const std::byte* next, std::size_t count);
+// Exact reductions bit for bit; floating ones within a tolerance growing with `contributors`.
+bool close_enough(const Reduction& reduction, const std::byte* got, const std::byte* want,
+                  std::size_t count, int contributors);
+
+// What `me`'s receive buffer must hold after a data-movement call.
+std::vector<std::byte> expected_movement(const Call& call, int me, int p, const TypeMenu& menu);
+
 }  // namespace shmcoll::differential

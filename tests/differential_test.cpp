@@ -90,7 +90,9 @@ TEST_P(DifferentialTest, RandomSequencesDefaultSlots) {
   ScopedEnv shared_pages("SHMCOLL_SHARE_PAGES_MIN", "16K");
   const int p = GetParam();
   const int sharing = check_sequences(p, 2000 + p, p >= 5 ? 80 : 150, 0);
-  if (p > 1) EXPECT_EQ(sharing, p) << "ranks whose kept buffer was never shared";
+  if (p > 1) {
+    EXPECT_EQ(sharing, p) << "ranks whose kept buffer was never shared";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(TeamSizes, DifferentialTest, ::testing::Values(1, 2, 3, 5, 8),
