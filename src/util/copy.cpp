@@ -6,7 +6,8 @@ namespace shmcoll {
 
 namespace {
 
-using Vector = char __attribute__((vector_size(32)));
+// may_alias: the stores write whatever type the buffer holds.
+using Vector = char __attribute__((vector_size(32), may_alias));
 
 // Compiled for AVX2 and for the baseline (two SSE2 registers per vector), chosen at load time.
 // GCC would turn the loop back into a call to memcpy: not here.
