@@ -6,6 +6,7 @@
 #include <string>
 
 #include "shm/layout.hpp"
+#include "shm/rounds.hpp"
 #include "topo/cost_model.hpp"
 #include "util/fail.hpp"
 
@@ -232,7 +233,7 @@ Tunables Tunables::from_env() {
 
 long Tunables::spin_for(bool ranks_share_cpus) const {
   if (spin_ns >= 0) return spin_ns;
-  return ranks_share_cpus ? 0 : 200'000;
+  return ranks_share_cpus ? 0 : shm::WaitPolicy{}.spin_ns;
 }
 
 long Tunables::yield_for(bool ranks_share_cpus) const {
