@@ -85,9 +85,11 @@ TEST_P(DifferentialTest, RandomSequencesSmallSlots) {
   check_sequences(GetParam(), 1000 + GetParam(), GetParam() >= 5 ? 120 : 250, 4096);
 }
 
-// Send blocks from 16 KiB up in the kept buffer are read from its shared pages.
+// Send blocks from 16 KiB up in the kept buffer are read from its shared pages (moved there: the
+// opt-in).
 TEST_P(DifferentialTest, RandomSequencesDefaultSlots) {
   ScopedEnv shared_pages("SHMCOLL_SHARE_PAGES_MIN", "16K");
+  ScopedEnv moved_pages("SHMCOLL_MOVE_PAGES", "1");
   const int p = GetParam();
   const int sharing = check_sequences(p, 2000 + p, p >= 5 ? 80 : 150, 0);
   if (p > 1) {

@@ -4,11 +4,14 @@
 // remaps, forks and unmaps its buffers between calls.
 #include "shm/shared_pages.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -73,8 +76,8 @@ struct MovedBuffer {
   SharedPages pages;
   explicit MovedBuffer(unsigned seed) {
     fill(data, bytes, seed);
-    EXPECT_FALSE(shared_pages_for(data, bytes)) << "moved on its first use";
-    const auto moved = shared_pages_for(data, bytes);
+    EXPECT_FALSE(shared_pages_for(data, bytes, true)) << "moved on its first use";
+    const auto moved = shared_pages_for(data, bytes, true);
     EXPECT_TRUE(moved) << "not moved on its second use";
     if (moved) pages = *moved;
   }
@@ -88,12 +91,61 @@ TEST(SharedPages, MovesAPrivateBufferOnItsSecondUseKeepingItsContents) {
   EXPECT_TRUE(holds(buffer.data, buffer.bytes, 1));
   EXPECT_TRUE(in_moved_mapping(buffer.mapping + kPage));
   EXPECT_FALSE(in_moved_mapping(buffer.mapping)) << "a page shared with other data moved";
-  const auto again = shared_pages_for(buffer.data, buffer.bytes);
+  const auto again = shared_pages_for(buffer.data, buffer.bytes, true);
   ASSERT_TRUE(again);
   EXPECT_EQ(again->inode, buffer.pages.inode);
-  const auto part = shared_pages_for(buffer.data + 5 * kPage, 3 * kPage);
+  const auto part = shared_pages_for(buffer.data + 5 * kPage, 3 * kPage, true);
   ASSERT_TRUE(part) << "a part of a moved buffer is shared too";
   EXPECT_EQ(part->inode, buffer.pages.inode);
+}
+
+// MPI_Alloc_mem's memory commits a page when it is first touched, as private memory does: a
+// sparse window or hash table is not committed whole.
+TEST(SharedPages, AllocatedMemoryCommitsOnlyThePagesTouched) {
+  if (std::ifstream("/proc/sys/vm/overcommit_memory").get() == '2') {
+    GTEST_SKIP() << "strict overcommit: every page is allocated up front there";
+  }
+  constexpr std::size_t kBytes = std::size_t{1} << 30;
+  auto* memory = static_cast<std::byte*>(shmcoll::shm::allocate_shared_pages(kBytes));
+  ASSERT_NE(memory, nullptr);
+  auto resident_pages = [&] {
+    std::vector<unsigned char> resident(kBytes / kPage);
+    EXPECT_EQ(mincore(memory, kBytes, resident.data()), 0);
+    return std::count_if(resident.begin(), resident.end(), [](unsigned char r) { return r & 1; });
+  };
+  EXPECT_EQ(resident_pages(), 0) << "pages committed before any touch";
+  memory[kBytes / 2] = std::byte{1};
+  memory[kBytes - 1] = std::byte{2};
+  EXPECT_EQ(resident_pages(), 2);
+  EXPECT_TRUE(shmcoll::shm::free_shared_pages(memory));
+}
+
+// Freed, allocated memory is released at once, though a peer keeps a mapping of it cached (and
+// another process holds its descriptor open); the peer, holding that empty view, can still fork.
+TEST(SharedPages, FreedAllocationsReleaseTheirMemoryThoughPeersMappedThem) {
+  constexpr std::size_t kBytes = 16 << 20;
+  auto* memory = static_cast<std::byte*>(shmcoll::shm::allocate_shared_pages(kBytes));
+  ASSERT_NE(memory, nullptr);
+  fill(memory, kBytes, 3);
+  const auto pages = shared_pages_for(memory, kBytes, false);
+  ASSERT_TRUE(pages);
+  std::string why;
+  ASSERT_NE(shmcoll::shm::map_peer_pages(getpid(), *pages, why), nullptr) << why;
+  const int held = open(("/proc/self/fd/" + std::to_string(pages->fd)).c_str(), O_RDONLY);
+  ASSERT_GE(held, 0);
+  struct stat about {};
+  ASSERT_EQ(fstat(held, &about), 0);
+  EXPECT_GE(std::size_t(about.st_blocks) * 512, kBytes);
+  EXPECT_TRUE(shmcoll::shm::free_shared_pages(memory));
+  ASSERT_EQ(fstat(held, &about), 0);
+  EXPECT_EQ(about.st_blocks, 0) << "a freed allocation's pages stay allocated";
+  close(held);
+  // This process keeps its (now empty) view of them cached: a fork still works.
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a forked child died: " << status;
 }
 
 TEST(SharedPages, AllocatedMemoryIsSharedFromItsFirstUseUntilFreed) {
@@ -106,7 +158,7 @@ TEST(SharedPages, AllocatedMemoryIsSharedFromItsFirstUseUntilFreed) {
   EXPECT_TRUE(in_moved_mapping(memory));
   for (std::size_t i = 0; i < 41 * kPage; ++i) ASSERT_EQ(memory[i], std::byte{0}) << i;
   fill(memory, kBytes, 9);
-  const auto first = shared_pages_for(memory + 100, kBytes - 300);
+  const auto first = shared_pages_for(memory + 100, kBytes - 300, false);
   ASSERT_TRUE(first) << "not shared on its first use";
   EXPECT_EQ(first->begin, memory);
   EXPECT_EQ(first->bytes, 41 * kPage);
@@ -115,7 +167,7 @@ TEST(SharedPages, AllocatedMemoryIsSharedFromItsFirstUseUntilFreed) {
     std::vector<std::unique_ptr<MovedBuffer>> others;
     for (int i = 0; i < 20; ++i) others.push_back(std::make_unique<MovedBuffer>(10 + i));
   }
-  const auto later = shared_pages_for(memory, kBytes);
+  const auto later = shared_pages_for(memory, kBytes, false);
   ASSERT_TRUE(later);
   EXPECT_EQ(later->inode, first->inode);
   EXPECT_TRUE(holds(memory, kBytes, 9));
@@ -147,10 +199,10 @@ TEST(SharedPages, NeverMovesTheStackFilesOrSharedMemory) {
   void* file_mapped =
       mmap(nullptr, 16 * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE, fileno(file), 0);
   for (int use = 0; use < 4; ++use) {
-    EXPECT_FALSE(shared_pages_for(on_stack, sizeof on_stack)) << "the stack moved";
-    EXPECT_FALSE(shared_pages_for(static_cast<std::byte*>(shared), 16 * kPage));
-    EXPECT_FALSE(shared_pages_for(static_cast<std::byte*>(file_mapped), 16 * kPage));
-    EXPECT_FALSE(shared_pages_for(on_stack + 10, kPage)) << "less than a whole page moved";
+    EXPECT_FALSE(shared_pages_for(on_stack, sizeof on_stack, true)) << "the stack moved";
+    EXPECT_FALSE(shared_pages_for(static_cast<std::byte*>(shared), 16 * kPage, true));
+    EXPECT_FALSE(shared_pages_for(static_cast<std::byte*>(file_mapped), 16 * kPage, true));
+    EXPECT_FALSE(shared_pages_for(on_stack + 10, kPage, true)) << "less than a whole page moved";
   }
   EXPECT_TRUE(holds(on_stack, sizeof on_stack, 2));
   munmap(shared, 16 * kPage);
@@ -169,7 +221,7 @@ TEST(SharedPages, UnmappedOrReplacedPagesAreNotHandedOutAgain) {
     ASSERT_EQ(munmap(replaced, replaced_bytes), 0);
     ASSERT_EQ(map_private(replaced_bytes, replaced), replaced);
     fill(buffer->data, buffer->bytes, 4);  // new contents, same addresses
-    const auto now = shared_pages_for(buffer->data, buffer->bytes);
+    const auto now = shared_pages_for(buffer->data, buffer->bytes, true);
     if (now) {
       EXPECT_NE(now->inode, buffer->pages.inode) << "stale pages handed out";
       EXPECT_FALSE(only_the_last_page) << "moved again over pages that are partly moved already";
@@ -188,8 +240,8 @@ TEST(SharedPages, DiscardedPagesReadAsZerosAsPrivateMemoryDoes) {
   for (std::size_t i = after; i < buffer.bytes; ++i) {
     ASSERT_EQ(buffer.data[i], std::byte((i * 131 + 5 * 7) >> 3)) << i;
   }
-  EXPECT_FALSE(shared_pages_for(buffer.data, buffer.bytes) &&
-               shared_pages_for(buffer.data, buffer.bytes)->inode == buffer.pages.inode)
+  EXPECT_FALSE(shared_pages_for(buffer.data, buffer.bytes, true) &&
+               shared_pages_for(buffer.data, buffer.bytes, true)->inode == buffer.pages.inode)
       << "a registration with discarded pages is still handed out";
 }
 
@@ -241,7 +293,7 @@ TEST(SharedPages, APeerMapsPagesNamedJustBeforeTheirRegistrationWasForgotten) {
   MovedBuffer buffer(40);
   std::vector<std::unique_ptr<MovedBuffer>> others;
   for (int i = 0; i < 20; ++i) others.push_back(std::make_unique<MovedBuffer>(41 + i));
-  ASSERT_FALSE(shared_pages_for(buffer.data, buffer.bytes)) << "still registered";
+  ASSERT_FALSE(shared_pages_for(buffer.data, buffer.bytes, true)) << "still registered";
   const pid_t parent = getpid();
   const pid_t child = fork();
   if (child == 0) {
@@ -366,6 +418,7 @@ void exercise_changing_buffers(int p) {
   constexpr std::size_t count = (96 << 10) / 4 + 3;  // blocks of 96 KiB and 12 bytes
   // Shared from 64 KiB, not 256; a slot of 128 KiB, so that bcast (from a slot up) shares too.
   setenv("SHMCOLL_SHARE_PAGES_MIN", "65536", 1);
+  setenv("SHMCOLL_MOVE_PAGES", "1", 1);
   setenv("SHMCOLL_SLOT_BYTES", "131072", 1);
   shmcoll::run(p, {}, [&](shmcoll::Team& team) {
     const int me = team.rank();
@@ -464,6 +517,7 @@ void exercise_changing_buffers(int p) {
     if (shared_at_some_point) shared->ranks_that_shared.fetch_add(1);
   });
   unsetenv("SHMCOLL_SHARE_PAGES_MIN");
+  unsetenv("SHMCOLL_MOVE_PAGES");
   unsetenv("SHMCOLL_SLOT_BYTES");
   EXPECT_EQ(shared->failures.load(), 0);
   EXPECT_EQ(shared->ranks_that_shared.load(), p) << "the one-copy path was not taken";

@@ -180,7 +180,7 @@ class Exchange {
       end = std::max(end, data + block.bytes());
     });
     if (!contiguous || !begin) return false;
-    pages_ = shm::shared_pages_for(begin, std::size_t(end - begin));
+    pages_ = shm::shared_pages_for(begin, std::size_t(end - begin), ctx_.tunables.move_pages);
     return pages_.has_value();
   }
 

@@ -93,7 +93,7 @@ bool gather_into_shared_pages(Context& ctx, const Block& send, const Layout& rec
   const std::uint32_t round = rounds.begin();
   if (me == root) {
     std::byte* const first = dense_receive_buffer(recv, size, block_bytes);
-    const BufferNote note = note_if_shared(first, span, 1);
+    const BufferNote note = note_if_shared(ctx, first, span, 1);
     rounds.publish_message(round, &note, sizeof note);
     if (note.fd < 0) return false;
     spec.copy_own();

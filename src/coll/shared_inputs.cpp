@@ -85,9 +85,10 @@ BufferNote note_on(const shm::SharedPages& pages, const std::byte* data, std::si
   return {pages.fd, std::uint32_t(head), pages.inode, pages.bytes, offset, tail_from, bytes};
 }
 
-BufferNote note_if_shared(const std::byte* data, std::size_t bytes, std::size_t unit) {
+BufferNote note_if_shared(const Context& ctx, const std::byte* data, std::size_t bytes,
+                          std::size_t unit) {
   if (data) {
-    if (const auto pages = shm::shared_pages_for(data, bytes)) {
+    if (const auto pages = shm::shared_pages_for(data, bytes, ctx.tunables.move_pages)) {
       const BufferNote shared = note_on(*pages, data, bytes, unit);
       if (shared.tail_from > shared.head) return shared;
     }
@@ -127,7 +128,7 @@ BufferNote post_buffer_note(Context& ctx, std::uint32_t round, const std::byte* 
 BufferNote share_buffer(Context& ctx, std::uint32_t round, const std::byte* send, std::size_t bytes,
                         std::size_t unit) {
   shm::Rounds& rounds = ctx.rounds;
-  const BufferNote note = note_if_shared(send, bytes, unit);
+  const BufferNote note = note_if_shared(ctx, send, bytes, unit);
   if (note.fd < 0 || note.outside() > rounds.slot_bytes()) return {-1, 0, 0, 0, 0, 0, bytes};
   rounds.wait_slot_free(round);
   copy_outside(note, send, rounds.slot(rounds.rank(), round));
@@ -193,7 +194,7 @@ bool reduce_in_slices(Context& ctx, const std::byte* send, std::byte* recv, std:
   // place).
   const BufferNote notes[2] = {
       share_buffer(ctx, round, send, bytes, unit),
-      note_if_shared(receives && send != recv ? recv : nullptr, bytes, unit)};
+      note_if_shared(ctx, receives && send != recv ? recv : nullptr, bytes, unit)};
   rounds.publish_message(round, notes, receives ? sizeof notes : sizeof notes[0]);
   if (!all_shared(ctx, round, notes[0])) return false;
   bool outputs_shared = true;

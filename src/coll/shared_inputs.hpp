@@ -42,8 +42,9 @@ struct BufferNote {
 BufferNote note_on(const shm::SharedPages& pages, const std::byte* data, std::size_t bytes,
                    std::size_t unit);
 // The note on `bytes` at `data` (nullptr: none) where some of it lies in shared pages (moved
-// there on this use, perhaps), else one that says not shared (fd -1).
-BufferNote note_if_shared(const std::byte* data, std::size_t bytes, std::size_t unit);
+// there on this use, perhaps, where the team moves pages), else one that says not shared (fd -1).
+BufferNote note_if_shared(const Context& ctx, const std::byte* data, std::size_t bytes,
+                          std::size_t unit);
 // Whether a note a peer posted is sound: its parts in order within its bytes, its shared part
 // within its memfd.
 bool note_is_sound(const BufferNote& note);

@@ -25,9 +25,14 @@ constexpr TunableInfo kTunables[] = {
      "smallest block a data-movement collective lets peers read straight from a sender's heap "
      "instead of copying it through a slot"},
     {"SHMCOLL_SHARE_PAGES_MIN", "262144",
-     "smallest block of an ordinary (private) send buffer whose whole pages are moved onto shared "
-     "memory on its second call, so that receivers copy it straight out, one copy instead of "
-     "two; also the smallest MPI_Alloc_mem served from shared memory; 0: never"},
+     "smallest block that peers read (or write) in a buffer's shared pages, one copy instead of "
+     "two: MPI_Alloc_mem memory from this size up is shared from the start, and with "
+     "SHMCOLL_MOVE_PAGES=1 ordinary send buffers too; 0: never"},
+    {"SHMCOLL_MOVE_PAGES", "0",
+     "1 moves the whole pages of an ordinary (private) send buffer of SHMCOLL_SHARE_PAGES_MIN or "
+     "more onto shared memory on its second call, in place: faster large calls, but the "
+     "program's mappings change (locks, huge pages, NUMA policies, device registrations, mremap "
+     "growth and fork are not kept as they were: docs/limits.md)"},
     {"SHMCOLL_TREE_MAX", "16384",
      "largest payload the tree algorithms take where the cost model says the tree pays; beyond "
      "it the sliced algorithms share the bandwidth among all ranks"},
@@ -201,6 +206,7 @@ Tunables Tunables::from_env() {
   team.direct_min = static_cast<std::uint64_t>(env_number("SHMCOLL_DIRECT_MIN", 8 << 10));
   team.share_pages_min =
       static_cast<std::uint64_t>(env_number("SHMCOLL_SHARE_PAGES_MIN", 256 << 10));
+  team.move_pages = env_flag("SHMCOLL_MOVE_PAGES", false);
   team.tree_max = static_cast<std::uint64_t>(env_number("SHMCOLL_TREE_MAX", 16 << 10));
   team.allreduce_small_max =
       static_cast<std::uint64_t>(env_number("SHMCOLL_ALLREDUCE_SMALL_MAX", 16 << 10));
@@ -259,6 +265,7 @@ std::vector<std::string> TeamTunables::differences(const TeamTunables& theirs,
   auto number = [](std::uint64_t value) { return std::to_string(value); };
   compare("SHMCOLL_DIRECT_MIN", number(direct_min), number(theirs.direct_min));
   compare("SHMCOLL_SHARE_PAGES_MIN", number(share_pages_min), number(theirs.share_pages_min));
+  compare("SHMCOLL_MOVE_PAGES", number(move_pages), number(theirs.move_pages));
   compare("SHMCOLL_TREE_MAX", number(tree_max), number(theirs.tree_max));
   compare("SHMCOLL_ALLREDUCE_SMALL_MAX", number(allreduce_small_max),
           number(theirs.allreduce_small_max));

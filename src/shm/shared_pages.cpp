@@ -100,6 +100,20 @@ bool for_each_mapping(Fn&& fn) {
   return true;
 }
 
+// vm.overcommit_memory=2: the kernel refuses to commit more than it can back.
+bool strict_overcommit() {
+  static const bool strict = [] {
+    const int fd = open("/proc/sys/vm/overcommit_memory", O_RDONLY | O_CLOEXEC);
+    char mode = '0';
+    if (fd >= 0) {
+      if (read(fd, &mode, 1) != 1) mode = '0';
+      close(fd);
+    }
+    return mode == '2';
+  }();
+  return strict;
+}
+
 bool is_moved_page_mapping(const Mapping& m) {
   return std::strstr(m.path, kMemfdName) != nullptr;
 }
@@ -125,22 +139,24 @@ bool private_anonymous(std::uintptr_t begin, std::uintptr_t end) {
 }
 
 // Replaces the pages [begin, end) by private ones: copies of their contents (keep_contents) or
-// zero pages, with protection `prot`.
-void make_private(std::uintptr_t begin, std::uintptr_t end, int prot, bool keep_contents) {
+// zero pages, with protection `prot`. False when they stay shared (no memory for the copy, or
+// pages that cannot be read: a memfd cut short under a mapping raises SIGBUS where touched).
+bool make_private(std::uintptr_t begin, std::uintptr_t end, int prot, bool keep_contents) {
   const std::size_t bytes = end - begin;
   if (!keep_contents) {
-    mmap(pointer(begin), bytes, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-    return;
+    return mmap(pointer(begin), bytes, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) !=
+           MAP_FAILED;
   }
   void* copy = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (copy == MAP_FAILED) return;  // the pages stay shared: nothing better to do in a child
-  // The kernel copies: pages the program has freed are no business of a memory checker's.
+  if (copy == MAP_FAILED) return false;
+  // The kernel copies, and reports pages it cannot read where a plain copy would die of SIGBUS.
   const iovec to{copy, bytes}, from{pointer(begin), bytes};
   if (process_vm_readv(getpid(), &to, 1, &from, 1, 0) != ssize_t(bytes)) {
-    std::memcpy(copy, pointer(begin), bytes);
+    munmap(copy, bytes);
+    return false;
   }
   if (prot != (PROT_READ | PROT_WRITE)) mprotect(copy, bytes, prot);
-  mremap(copy, bytes, bytes, MREMAP_MAYMOVE | MREMAP_FIXED, pointer(begin));
+  return mremap(copy, bytes, bytes, MREMAP_MAYMOVE | MREMAP_FIXED, pointer(begin)) != MAP_FAILED;
 }
 
 // Whether [begin, end) overlaps the calling thread's stack (the main thread's is also refused by
@@ -187,13 +203,16 @@ class Registry {
     return *registry;
   }
 
-  std::optional<SharedPages> pages_for(std::uintptr_t begin, std::uintptr_t end) {
+  std::optional<SharedPages> pages_for(std::uintptr_t begin, std::uintptr_t end, bool may_move) {
     std::lock_guard lock(mutex_);
     ++clock_;
     for (std::size_t i = registrations_.size(); i-- > 0;) {
       Registration& r = registrations_[i];
       if (end <= address(r.pages.begin) || begin >= r.end()) continue;
-      if (policy_at(address(r.pages.begin)) != kMark || policy_at(r.end() - kPage) != kMark) {
+      // Allocated memory is the library's until the program frees it through the library; only
+      // moved pages can go stale under the program's own calls.
+      if (!r.allocated &&
+          (policy_at(address(r.pages.begin)) != kMark || policy_at(r.end() - kPage) != kMark)) {
         // Unmapped or replaced since: whatever is left of it stays shared, harmlessly. A buffer
         // allocated and freed around every few calls would pay the move again and again: after
         // twice, it stays with the copy path.
@@ -213,6 +232,7 @@ class Registry {
       // moving pages back and forth.
       if (address(r.pages.begin) < begin || r.end() > end) return {};
     }
+    if (!may_move) return {};
     Sighting& sighting = sighting_of(begin, end);
     sighting.last_use = clock_;
     if (sighting.refused || ++sighting.uses < kUsesBeforeSharing) return {};
@@ -237,10 +257,12 @@ class Registry {
     if (ftruncate(fd, off_t(bytes)) == 0 && fstat(fd, &about) == 0) {
       memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     }
-    // The mark first, so that the pages are placed by it; then every page, as fresh private
-    // memory would be (the kernel zeroes them), or the memory is not there.
-    if (memory != MAP_FAILED && (mbind(memory, bytes, kMark, nullptr, 0, 0) != 0 ||
-                                 fallocate(fd, 0, 0, off_t(bytes)) != 0)) {
+    // Pages are allocated as they are first touched, where the toucher runs, as private memory
+    // is: a sparse window or hash table commits only what it uses. A memfd has no size limit of
+    // its own, so a touch fails only where private memory would (out of memory), except under
+    // strict overcommit, which charges private memory when it is mapped but a memfd's pages when
+    // they are touched: there every page is allocated now, or the memory is not there.
+    if (memory != MAP_FAILED && strict_overcommit() && fallocate(fd, 0, 0, off_t(bytes)) != 0) {
       munmap(memory, bytes);
       memory = MAP_FAILED;
     }
@@ -264,7 +286,18 @@ class Registry {
     if (allocation == allocations_.end()) return false;
     for (std::size_t i = registrations_.size(); i-- > 0;) {
       const Registration& r = registrations_[i];
-      if (address(r.pages.begin) < allocation->end && r.end() > allocation->begin) forget(i);
+      if (address(r.pages.begin) >= allocation->end || r.end() <= allocation->begin) continue;
+      if (!r.allocated) {
+        forget(i);
+        continue;
+      }
+      // Its memory goes now, whoever still maps it: peers keep mappings of it cached, which no
+      // call names again (a new memfd has a new inode). No call can still be reading it: the
+      // program frees memory only once its calls on it completed, and a call completes once
+      // every peer is done with it.
+      ftruncate(r.pages.fd, 0);
+      close(r.pages.fd);
+      registrations_.erase(registrations_.begin() + std::ptrdiff_t(i));
     }
     munmap(memory, allocation->end - allocation->begin);
     allocations_.erase(allocation);
@@ -275,10 +308,7 @@ class Registry {
   // private memory would.
   void discard(std::uintptr_t begin, std::uintptr_t end) {
     std::lock_guard lock(mutex_);
-    const bool near_moved = std::any_of(moved_.begin(), moved_.end(), [&](const Range& r) {
-      return begin < r.end && end > r.begin;
-    });
-    if (!near_moved) return;
+    if (!near_moved(begin, end)) return;
     for (std::size_t i = registrations_.size(); i-- > 0;) {
       if (begin < registrations_[i].end() && end > address(registrations_[i].pages.begin)) {
         forget(i);
@@ -316,18 +346,22 @@ class Registry {
   }
   void after_fork_in_child() {
     if (anything_moved.load(std::memory_order_relaxed)) {
-      // Collected first, as many as fit, then again: replacing mappings while reading the maps
-      // file could skip lines.
+      // This process's own shared pages (not its views of peers', named alike, which may be
+      // stale), collected first, as many as fit, then again while that made progress: replacing
+      // mappings while reading the maps file could skip lines.
       std::array<std::pair<Range, int>, 128> found;
-      for (std::size_t count = found.size(); count == found.size();) {
-        count = 0;
+      for (bool more = true; more;) {
+        std::size_t count = 0, made = 0;
         for_each_mapping([&](const Mapping& m) {
-          if (is_moved_page_mapping(m)) found[count++] = {{m.begin, m.end}, prot_of(m)};
+          if (is_moved_page_mapping(m) && near_moved(m.begin, m.end)) {
+            found[count++] = {{m.begin, m.end}, prot_of(m)};
+          }
           return count < found.size();
         });
         for (std::size_t i = 0; i < count; ++i) {
-          make_private(found[i].first.begin, found[i].first.end, found[i].second, true);
+          made += make_private(found[i].first.begin, found[i].first.end, found[i].second, true);
         }
+        more = count == found.size() && made > 0;
       }
       for (const Registration& r : registrations_) close(r.pages.fd);
       for (const int fd : retired_) close(fd);
@@ -438,6 +472,12 @@ class Registry {
     registrations_.erase(registrations_.begin() + std::ptrdiff_t(i));
   }
 
+  // Whether [begin, end) overlaps where this process's own shared pages may be.
+  bool near_moved(std::uintptr_t begin, std::uintptr_t end) const {
+    return std::any_of(moved_.begin(), moved_.end(),
+                       [&](const Range& r) { return begin < r.end && end > r.begin; });
+  }
+
   // Where moved pages may be, as few ranges: madvise looks at the maps only near them.
   void remember_moved(Range range) {
     moved_.push_back(range);
@@ -497,8 +537,9 @@ class PeerMappings {
         std::size_t(about.st_size) < theirs.bytes) {
       why = std::string(path) + " is no longer the memfd it named";
     } else {
-      base = mmap(nullptr, theirs.bytes, PROT_READ | (writable ? PROT_WRITE : 0),
-                  MAP_SHARED | MAP_POPULATE, fd, 0);
+      // Not populated: the pages of a sparse allocation a call never reads stay unallocated.
+      base =
+          mmap(nullptr, theirs.bytes, PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED, fd, 0);
       if (base == MAP_FAILED) why = std::string("mmap of ") + path + ": " + std::strerror(errno);
     }
     close(fd);
@@ -535,11 +576,13 @@ PeerMappings& peer_mappings() {
 
 }  // namespace
 
-std::optional<SharedPages> shared_pages_for(const std::byte* data, std::size_t bytes) {
+std::optional<SharedPages> shared_pages_for(const std::byte* data, std::size_t bytes,
+                                            bool may_move) {
   const std::uintptr_t begin = (address(data) + kPage - 1) & ~(kPage - 1);
   const std::uintptr_t end = (address(data) + bytes) & ~(kPage - 1);
   if (end <= begin) return std::nullopt;
-  return Registry::instance().pages_for(begin, end);
+  if (!may_move && !anything_moved.load(std::memory_order_acquire)) return std::nullopt;
+  return Registry::instance().pages_for(begin, end, may_move);
 }
 
 const std::byte* map_peer_pages(std::int32_t pid, const SharedPages& theirs, std::string& why) {

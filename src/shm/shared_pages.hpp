@@ -1,9 +1,13 @@
-// One copy for buffers a program already has, with no kernel module. The whole pages of a
-// private buffer that a rank sends from again and again are moved in place onto a memfd: same
-// addresses, same contents, but now shared memory, which peers map once (through
-// /proc/<pid>/fd/<n>) and copy from directly on every later call, one copy instead of two.
+// One copy from memory peers can map: memory the library hands out as shared pages from the
+// start (MPI_Alloc_mem: allocate_shared_pages), and, only where the program opted in
+// (SHMCOLL_MOVE_PAGES=1: `may_move`), the whole pages of a private buffer that a rank sends from
+// again and again, moved in place onto a memfd: same addresses, same contents, but now shared
+// memory, which peers map once (through /proc/<pid>/fd/<n>) and copy from directly on every later
+// call, one copy instead of two. Moving changes the program's own mappings (what its locks, huge
+// pages, NUMA policies, pinned device registrations, mremap and fork see: docs/limits.md lists
+// the price), so by default nothing moves.
 //
-// What keeps this correct while the program goes on using its memory as private:
+// What keeps moved pages correct while the program goes on using its memory as private:
 //   - only whole pages inside the buffer move (never the stack, file mappings, memory already
 //     shared or with a NUMA policy of the program's), and only while the caller guarantees
 //     that nobody writes them: a send buffer during its collective;
@@ -37,10 +41,13 @@ struct SharedPages {
 // (0.55 ms per MiB here) and pays from the ~20th call, so buffers used once never pay it.
 inline constexpr unsigned kUsesBeforeSharing = 2;
 
-// The shared pages holding every whole page of [data, data + bytes), counting this as one use of
-// the buffer and moving its pages on its kUsesBeforeSharing-th use; nullopt when they are not
-// shared (yet) or cannot be. The caller guarantees no thread writes the buffer during the call.
-std::optional<SharedPages> shared_pages_for(const std::byte* data, std::size_t bytes);
+// The shared pages holding every whole page of [data, data + bytes); nullopt when they are not
+// shared (yet) or cannot be. With `may_move`, counts this as one use of the buffer and moves its
+// pages on its kUsesBeforeSharing-th use; without it, only memory that is shared pages already
+// (allocated, or moved before) is found. The caller guarantees no thread writes the buffer
+// during the call.
+std::optional<SharedPages> shared_pages_for(const std::byte* data, std::size_t bytes,
+                                            bool may_move);
 
 // A peer's shared pages mapped read-only into this process (kept for later calls; the least
 // recently used of many are unmapped); nullptr, with the reason in `why`, when they cannot be.
@@ -49,10 +56,11 @@ const std::byte* map_peer_pages(std::int32_t pid, const SharedPages& theirs, std
 std::byte* map_peer_pages_to_write(std::int32_t pid, const SharedPages& theirs, std::string& why);
 
 // Memory that is shared pages from the start, for programs that ask for fast memory
-// (MPI_Alloc_mem): page-aligned, zero-filled, every page allocated up front (so that no later
-// touch can die of SIGBUS), and handed out by shared_pages_for from its first use, with no move.
-// nullptr when the memory is not there or kMostAllocations are live (the caller then allocates
-// as it would have).
+// (MPI_Alloc_mem): page-aligned, zero-filled, each page allocated when first touched, as private
+// memory is (all up front only under strict overcommit, where a later touch could otherwise die
+// of SIGBUS), and handed out by shared_pages_for from its first use, with no move. nullptr when
+// the memory is not there or kMostAllocations are live (the caller then allocates as it would
+// have).
 void* allocate_shared_pages(std::size_t bytes);
 // Frees memory allocate_shared_pages returned; false, with nothing done, for any other address.
 bool free_shared_pages(void* begin);
