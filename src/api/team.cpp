@@ -8,7 +8,11 @@ using namespace detail;
 Team::Team(std::unique_ptr<detail::TeamState> state) : state_(std::move(state)) {}
 Team::Team(Team&&) noexcept = default;
 Team& Team::operator=(Team&&) noexcept = default;
-Team::~Team() = default;
+Team::~Team() {
+  // The calls still queued run first, on a team whose every part is still whole: they may name
+  // this Team (the MPI layer's nonblocking calls do, past their communicator's free).
+  if (state_) state_->worker.reset();
+}
 
 int Team::rank() const noexcept {
   return state_ ? static_cast<int>(state_->rounds.rank()) : -1;

@@ -30,7 +30,8 @@ namespace {
 // A communicator's entry: a team, a hierarchy, or a decision (made once, by all members) to use
 // PMPI.
 struct CachedTeam {
-  std::optional<Team> team;
+  // Shared with the persistent requests planned on it, which may outlive the communicator.
+  std::shared_ptr<Team> team;
   std::unique_ptr<NodeHierarchy> spanning;
   PmpiReason why_pmpi = PmpiReason::unexplained;  // when it holds neither
   // The team's id, agreed by its members, and the members as ranks of MPI_COMM_WORLD: what the
@@ -124,8 +125,10 @@ int delete_cached(MPI_Comm, int, void* value, void*) {
   {
     SharedTables lock;
     count_held(*cached, -1);
-    if (cached->team && !cached->team->ended() && !finalizing) {
-      pool().keep(std::move(cached->members), cached->team_id, std::move(*cached->team));
+    // Not a team a persistent request still plans on: its MPI_Start may come at any time, in
+    // no order with the calls of the communicator that would take the team from the pool.
+    if (cached->team && !cached->team->ended() && !finalizing && cached->team.use_count() == 1) {
+      pool().keep(std::move(cached->members), cached->team_id, std::move(cached->team));
       note_held_bytes();
     }
   }
@@ -168,7 +171,7 @@ MPI_Comm split_by_node(MPI_Comm comm) {
 // communicator of the same ranks cannot take it meanwhile).
 struct Proposal {
   bool place = false;
-  std::optional<Team> kept;
+  std::shared_ptr<Team> kept;
   std::uint64_t kept_id = 0;
   std::chrono::microseconds warm_up_time{};
 };
@@ -194,7 +197,7 @@ Proposal propose(CachedTeam& cached) {
 void settle(CachedTeam& cached, Proposal& proposal) {
   SharedTables lock;
   if (proposal.place) --teams_alive;
-  if (proposal.kept) pool().keep(cached.members, proposal.kept_id, std::move(*proposal.kept));
+  if (proposal.kept) pool().keep(cached.members, proposal.kept_id, std::move(proposal.kept));
   count_held(cached, +1);
   note_held_bytes();
 }
@@ -221,7 +224,7 @@ void agree(MPI_Comm comm, CachedTeam& cached, Proposal& proposal) {
   }
   if (proposal.kept && agreed[1] == -agreed[2]) {  // every member proposed `kept`
     cached.decided = true;
-    cached.team = std::exchange(proposal.kept, std::nullopt);
+    cached.team = std::exchange(proposal.kept, nullptr);
     cached.team_id = proposal.kept_id;
     const SharedTables lock;
     ++counts.reused;
@@ -250,7 +253,7 @@ void agree(MPI_Comm comm, CachedTeam& cached, Proposal& proposal) {
   PMPI_Comm_rank(comm, &rank);
   try {
     if (node_size == size) {
-      cached.team.emplace(join_node_team(comm, &cached.team_id));
+      cached.team = std::make_shared<Team>(join_node_team(comm, &cached.team_id));
     } else if (agreed[4] != 0) {
       cached.why_pmpi = PmpiReason::node_by_node_off;
     } else {
@@ -414,7 +417,7 @@ Route route(MPI_Comm comm, bool may_agree) {
     cached->why_pmpi = PmpiReason::team_ended;
   }
   if (!cached->holds_team()) note_pmpi_reason(cached->why_pmpi);
-  return {cached->team ? &*cached->team : nullptr, cached->spanning.get()};
+  return {cached->team.get(), cached->spanning.get()};
 }
 
 }  // namespace
@@ -425,6 +428,11 @@ Route route_of(MPI_Comm comm) {
 
 Route route_without_agreeing(MPI_Comm comm) {
   return route(comm, false);
+}
+
+std::shared_ptr<Team> shared_team(MPI_Comm comm) {
+  CachedTeam* cached = cached_of(comm);
+  return cached ? cached->team : nullptr;
 }
 
 void pmpi_call_ended() {

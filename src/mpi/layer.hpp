@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -36,6 +37,9 @@ Route route_of(MPI_Comm comm);
 // after this rank's returns). The call still counts towards the communicator's check, held at its
 // next blocking call.
 Route route_without_agreeing(MPI_Comm comm);
+// The communicator's team (null when it has none), shared: a persistent request planned on it
+// keeps it, and MPI_Start works after MPI_Comm_free, as it does without the layer.
+std::shared_ptr<Team> shared_team(MPI_Comm comm);
 // Ends the timing route_of started for a communicator still warming up (its PMPI call returned):
 // what tells a busy communicator from one used now and then.
 void pmpi_call_ended();

@@ -5,6 +5,10 @@
 // call's arguments as long as the call needs them, and serves the call. A blocking call's
 // arguments are the program's until it returns; a nonblocking one's counts and datatypes are
 // copied (the program may reuse the arrays and free the types as soon as the call is issued).
+// A nonblocking call names its team by address, which stays valid until it completes whatever the
+// program frees: the team lives on the heap, moves into the pool of freed communicators' teams
+// by pointer, and its destructor runs every call issued to it first. A persistent request shares
+// the team (shared_team), so that MPI_Start after MPI_Comm_free works as without the layer.
 #pragma once
 
 #include <optional>
@@ -61,7 +65,7 @@ class RunLater {
       if (kind_ == Kind::nonblocking) {
         start_nonblocking(comm, route.team->run_nonblocking(std::move(call)), request_);
       } else {
-        make_persistent(comm, restart_on(comm, route.team, std::move(call)), request_);
+        make_persistent(comm, restart_on(shared_team(comm), std::move(call)), request_);
       }
       timer.through_shmcoll(bytes);
       return MPI_SUCCESS;
@@ -72,12 +76,12 @@ class RunLater {
   }
 
  private:
-  // Each MPI_Start issues the call anew, on the team it was planned on while the communicator
-  // keeps it (a team that ended was retired, and the communicator never gets another).
+  // Each MPI_Start issues the call anew on the team it was planned on, which the request keeps
+  // alive (the program may free the communicator first); a team that ended stays ended.
   template <typename Call>
-  static std::function<Request()> restart_on(MPI_Comm comm, Team* team, Call call) {
-    return [comm, team, call = std::move(call)] {
-      if (route_without_agreeing(comm).team != team) {
+  static std::function<Request()> restart_on(std::shared_ptr<Team> team, Call call) {
+    return [team = std::move(team), call = std::move(call)] {
+      if (team->ended()) {
         throw Error(Errc::peer_failed,
                     "MPI_Start: the communicator's team ended after the request was made");
       }

@@ -19,7 +19,7 @@ std::vector<int> world_ranks_of(MPI_Comm comm) {
   return world_ranks;
 }
 
-void TeamPool::keep(std::vector<int> members, std::uint64_t id, Team team) {
+void TeamPool::keep(std::vector<int> members, std::uint64_t id, std::shared_ptr<Team> team) {
   if (capacity_ == 0 || members.empty()) return;
   if (entries_.size() == capacity_) entries_.pop_front();
   entries_.push_back({std::move(members), id, std::move(team)});
@@ -34,15 +34,15 @@ std::uint64_t TeamPool::find(const std::vector<int>& members) const {
 
 std::size_t TeamPool::bytes() const {
   std::size_t total = 0;
-  for (const Entry& entry : entries_) total += entry.team.segment_bytes();
+  for (const Entry& entry : entries_) total += entry.team->segment_bytes();
   return total;
 }
 
-std::optional<Team> TeamPool::take(std::uint64_t id) {
+std::shared_ptr<Team> TeamPool::take(std::uint64_t id) {
   const auto found =
       std::ranges::find_if(entries_, [id](const Entry& entry) { return entry.id == id; });
-  if (found == entries_.end()) return std::nullopt;
-  std::optional<Team> team(std::move(found->team));
+  if (found == entries_.end()) return nullptr;
+  std::shared_ptr<Team> team = std::move(found->team);
   entries_.erase(found);
   return team;
 }

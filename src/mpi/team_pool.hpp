@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
-#include <optional>
+#include <memory>
 #include <vector>
 
 #include "shmcoll/shmcoll.hpp"
@@ -27,11 +27,11 @@ class TeamPool {
   explicit TeamPool(std::size_t capacity) : capacity_(capacity) {}
   // Keeps `team` (agreed on as `id` by its members) for a later communicator of `members`; the
   // oldest kept team is let go past the capacity.
-  void keep(std::vector<int> members, std::uint64_t id, Team team);
+  void keep(std::vector<int> members, std::uint64_t id, std::shared_ptr<Team> team);
   // The id of the most recently kept team of `members`, 0 when none is kept.
   std::uint64_t find(const std::vector<int>& members) const;
-  // Takes the team kept as `id` out of the pool.
-  std::optional<Team> take(std::uint64_t id);
+  // Takes the team kept as `id` out of the pool (null when none is).
+  std::shared_ptr<Team> take(std::uint64_t id);
   void clear() {
     entries_.clear();
     warm_up_time_.clear();
@@ -50,7 +50,7 @@ class TeamPool {
   struct Entry {
     std::vector<int> members;
     std::uint64_t id;
-    Team team;
+    std::shared_ptr<Team> team;
   };
   std::size_t capacity_;
   std::deque<Entry> entries_;  // oldest first

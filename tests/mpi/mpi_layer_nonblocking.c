@@ -3,8 +3,9 @@
 // and with point-to-point requests, completed by each completion call (wait, test, waitall,
 // testall, waitany, testany, waitsome, testsome, request_get_status); a nonblocking barrier that
 // must progress while its rank blocks in a receive its peer satisfies only after its own wait; a
-// bad count refused at issue; persistent collectives (MPI 4) started many times. Each rank
-// prints a digest of its results, for the comparison with the run without the layer.
+// bad count refused at issue; persistent collectives (MPI 4) started many times; calls that
+// outlive their communicator (freed while a call is pending, or before a persistent start). Each
+// rank prints a digest of its results, for the comparison with the run without the layer.
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -264,6 +265,49 @@ static void persistent(void) {
 }
 #endif
 
+// Calls that outlive their communicator: MPI_Comm_free with a nonblocking call pending (legal: the
+// call completes as if the communicator were still there), and a persistent request started
+// after its communicator was freed.
+static void block_from(int* block, int n, int root, int round) {
+  for (int i = 0; i < n; ++i) block[i] = rank == root ? round * 1000 + i : -1;
+}
+static int block_is(const int* block, int n, int round) {
+  int good = 1;
+  for (int i = 0; i < n; ++i) good &= block[i] == round * 1000 + i;
+  return good;
+}
+static void outlives_its_communicator(void) {
+  enum { n = 256 };
+  int block[n];
+  for (int round = 0; round < 4; ++round) {
+    MPI_Comm dup;
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    MPI_Barrier(dup);  // its members agree on its team here (or take the last one's)
+    block_from(block, n, round % size, round);
+    MPI_Request request;
+    MPI_Ibcast(block, n, MPI_INT, round % size, dup, &request);
+    MPI_Comm_free(&dup);
+    MPI_Wait(&request, MPI_STATUS_IGNORE);
+    CHECK(block_is(block, n, round), "ibcast completed after its communicator was freed");
+  }
+#if MPI_VERSION >= 4
+  MPI_Comm dup;
+  MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+  MPI_Barrier(dup);
+  MPI_Request request;
+  MPI_Bcast_init(block, n, MPI_INT, size - 1, dup, MPI_INFO_NULL, &request);
+  MPI_Comm_free(&dup);
+  for (int round = 0; round < 4; ++round) {
+    block_from(block, n, size - 1, round);
+    MPI_Start(&request);
+    MPI_Wait(&request, MPI_STATUS_IGNORE);
+    CHECK(block_is(block, n, round), "persistent bcast started after its communicator was freed");
+  }
+  MPI_Request_free(&request);
+#endif
+  absorb(block, sizeof block);
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -278,6 +322,7 @@ int main(int argc, char** argv) {
 #if MPI_VERSION >= 4
   persistent();
 #endif
+  outlives_its_communicator();
   print_digest(rank);
   MPI_Finalize();
   return failures == 0 ? 0 : 1;
