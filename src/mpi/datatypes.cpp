@@ -1,9 +1,11 @@
 // MPI datatypes as shmcoll Datatypes. A derived type is decoded once, by walking its
-// constructor tree with MPI_Type_get_envelope/contents (or, where that does not reach, by
-// probing MPI's packing: datatype_probe.cpp), and cached per handle until the MPI frees the
-// type (a freed handle may come back as a different type). Every rank must be able to describe its
-// type, or the ranks of one call would take different paths. Also the layer's reused arrays for
+// constructor tree with MPI_Type_get_envelope/contents (every combiner MPI 4.0 defines; a newer
+// one by probing MPI's packing: datatype_probe.cpp), and cached per handle until the MPI frees
+// the type (a freed handle may come back as a different type). Every rank must be able to
+// describe its type, or the ranks of one call would take different paths: a type only the probe
+// reaches and too large for it is the one case left. Also the layer's reused arrays for
 // v-collective arguments.
+#include <algorithm>
 #include <array>
 #include <map>
 #include <vector>
@@ -38,6 +40,59 @@ Datatype subarray(const std::vector<int>& ints, const Datatype& old) {
   const std::int64_t one = 1;
   made = Datatype::hindexed({&one, 1}, {&offset, 1}, made);
   return Datatype::resized(made, 0, bytes);
+}
+
+// One dimension of a distributed array, as the standard defines it: the elements of a
+// dimension of `global` elements of `old` that fall in this process's blocks of `block`, dealt
+// out cyclically to `processes` processes (coordinate `coordinate`), in increasing order,
+// resized to the whole dimension. Full blocks make one hvector; a last, cut block follows it.
+Datatype cyclic_dimension(std::int64_t block, std::int64_t global, std::int64_t coordinate,
+                          std::int64_t processes, const Datatype& old) {
+  const std::int64_t element = old.extent();
+  const std::int64_t first = coordinate * block, period = block * processes;
+  const std::int64_t full = first + block <= global ? (global - first - block) / period + 1 : 0;
+  const std::int64_t cut_at = first + full * period;
+  const std::int64_t cut = cut_at < global ? std::min(block, global - cut_at) : 0;
+  std::vector<Datatype> parts{Datatype::hvector(full, block, period * element, old)};
+  std::vector<std::int64_t> lengths{1}, displacements{first * element};
+  if (cut > 0) {
+    parts.push_back(Datatype::contiguous(cut, old));
+    lengths.push_back(1);
+    displacements.push_back(cut_at * element);
+  }
+  return Datatype::resized(Datatype::structure(lengths, displacements, parts), 0, global * element);
+}
+
+// MPI_Type_create_darray: dimension by dimension from the fastest varying, each a cyclic
+// distribution of the last (block: one block of darg, by default ceil(gsize / psize), per
+// process; none: the whole dimension). The process grid is numbered in row-major order, whatever
+// the array's order.
+std::optional<Datatype> darray(const std::vector<int>& ints, const Datatype& old) {
+  const int rank = ints[1], dims = ints[2];
+  const int* gsizes = &ints[3];
+  const int* distribs = &ints[3 + dims];
+  const int* dargs = &ints[3 + 2 * dims];
+  const int* psizes = &ints[3 + 3 * dims];
+  const bool c_order = ints[3 + 4 * dims] == MPI_ORDER_C;
+  std::vector<std::int64_t> coordinate(dims);
+  for (int d = dims - 1, rest = rank; d >= 0; --d) {
+    coordinate[d] = rest % psizes[d];
+    rest /= psizes[d];
+  }
+  Datatype made = old;
+  for (int step = 0; step < dims; ++step) {
+    const int d = c_order ? dims - 1 - step : step;
+    const std::int64_t global = gsizes[d], processes = psizes[d];
+    std::int64_t block = dargs[d];
+    if (distribs[d] == MPI_DISTRIBUTE_NONE) {
+      block = global;
+    } else if (block == MPI_DISTRIBUTE_DFLT_DARG) {
+      block = distribs[d] == MPI_DISTRIBUTE_BLOCK ? (global + processes - 1) / processes : 1;
+    }
+    if (block <= 0) return std::nullopt;
+    made = cyclic_dimension(block, global, coordinate[d], processes, made);
+  }
+  return made;
 }
 
 std::optional<Datatype> decode_named(MPI_Datatype type) {
@@ -101,7 +156,9 @@ std::optional<Datatype> decode_derived(MPI_Datatype type, int combiner, int int_
       return Datatype::resized(inner[0], addresses[0], addresses[1]);
     case MPI_COMBINER_SUBARRAY:
       return subarray(ints, inner[0]);
-    default:  // darray, and anything newer: probed where the type is committed
+    case MPI_COMBINER_DARRAY:
+      return darray(ints, inner[0]);
+    default:  // anything newer: probed where the type is committed
       return std::nullopt;
   }
 }
