@@ -1,7 +1,9 @@
 #include "bench_reference.hpp"
 
 #include <sched.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -51,8 +53,12 @@ void measure_lines(References& refs) {
   cpu_set_t original;
   const bool restore = sched_getaffinity(0, sizeof original, &original) == 0;
   machine.bind_to_core(0);
+  const pid_t parent = getpid();
   const pid_t partner = fork();
   if (partner == 0) {
+    // The partner spins until its parent's lines move: it dies with the parent, whenever the
+    // benchmark is killed (a parent already gone before the request counts too).
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(1);
     machine.bind_to_core(1 % machine.core_count());
     run_partner(lines);
     _exit(0);

@@ -1,12 +1,14 @@
 // shmcoll-bench itself: --check must catch a wrong result (also in --vary-data's rotating slots),
 // --json/--csv must hold every collective and size of the sweep, --plot must draw a PNG, and --vs
-// must run every MPI contender at every size.
+// must run every MPI contender at every size, and its children must die with it.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +17,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "test_support.hpp"
@@ -213,6 +216,47 @@ TEST(BenchHarness, BadArgumentsAreRefusedByName) {
     const BenchRun run = bench(args);
     EXPECT_EQ(run.status, 2) << args;
     EXPECT_NE(run.output.find(message), std::string::npos) << args << "\n" << run.output;
+  }
+}
+
+// The first children of the benchmark (its reference measurement's spinning partner, then a
+// team's ranks) die with it when it is killed at any moment, never left spinning as orphans.
+std::vector<pid_t> children_of(pid_t pid) {
+  std::vector<pid_t> found;
+  std::ifstream list("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+  for (pid_t child = 0; list >> child;) found.push_back(child);
+  return found;
+}
+
+bool alive(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/stat");
+  std::string skipped, state;
+  // pid (comm) state: a zombie is dead, waiting for its new parent's wait.
+  return status >> skipped >> skipped >> state && state != "Z";
+}
+
+TEST(BenchHarness, ItsChildrenDieWhenItIsKilled) {
+  const pid_t bench_pid = fork();
+  if (bench_pid == 0) {
+    execl(SHMCOLL_BENCH, SHMCOLL_BENCH, "-n", "2", "--coll", "bcast", "--sizes", "8", "--iters",
+          "2", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::vector<pid_t> children;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (children.empty() && std::chrono::steady_clock::now() < give_up) {
+    children = children_of(bench_pid);
+  }
+  kill(bench_pid, SIGKILL);
+  waitpid(bench_pid, nullptr, 0);
+  ASSERT_FALSE(children.empty()) << "the benchmark never forked";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  for (const pid_t child : children) {
+    while (alive(child) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_FALSE(alive(child)) << "child " << child << " outlived the killed benchmark";
+    if (alive(child)) kill(child, SIGKILL);
   }
 }
 
