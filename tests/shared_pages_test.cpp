@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -146,6 +147,34 @@ TEST(SharedPages, FreedAllocationsReleaseTheirMemoryThoughPeersMappedThem) {
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a forked child died: " << status;
+}
+
+// Opted in, a move still refuses memory whose mapping holds what a move would drop: a lock, huge
+// page advice, DONTFORK, WIPEONFORK, DONTDUMP (that memory keeps two copies, as it was).
+TEST(SharedPages, NeverMovesLockedHugePageOrForkAdvisedMemory) {
+  const std::pair<const char*, std::function<int(std::byte*, std::size_t)>> kinds[] = {
+      {"mlock", [](std::byte* p, std::size_t n) { return mlock(p, n); }},
+      {"MADV_HUGEPAGE", [](std::byte* p, std::size_t n) { return madvise(p, n, MADV_HUGEPAGE); }},
+      {"MADV_DONTFORK", [](std::byte* p, std::size_t n) { return madvise(p, n, MADV_DONTFORK); }},
+      {"MADV_WIPEONFORK",
+       [](std::byte* p, std::size_t n) { return madvise(p, n, MADV_WIPEONFORK); }},
+      {"MADV_DONTDUMP", [](std::byte* p, std::size_t n) { return madvise(p, n, MADV_DONTDUMP); }},
+  };
+  constexpr std::size_t kBytes = 64 * kPage;
+  for (const auto& [name, set] : kinds) {
+    std::byte* memory = map_private(kBytes);
+    if (set(memory, kBytes) != 0) {
+      munmap(memory, kBytes);
+      continue;  // not to be had here (a lock beyond RLIMIT_MEMLOCK)
+    }
+    fill(memory, kBytes, 4);
+    for (int use = 0; use < 3; ++use) {
+      EXPECT_FALSE(shared_pages_for(memory, kBytes, true)) << name << " memory moved";
+    }
+    EXPECT_FALSE(in_moved_mapping(memory)) << name;
+    EXPECT_TRUE(holds(memory, kBytes, 4)) << name;
+    munmap(memory, kBytes);
+  }
 }
 
 TEST(SharedPages, AllocatedMemoryIsSharedFromItsFirstUseUntilFreed) {

@@ -16,7 +16,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <mutex>
+#include <sstream>
 #include <vector>
 
 namespace shmcoll::shm {
@@ -136,6 +138,40 @@ bool private_anonymous(std::uintptr_t begin, std::uintptr_t end) {
     return covered < end;
   });
   return ok && covered >= end;
+}
+
+// Whether the mappings over [begin, end) hold nothing a move would drop (docs/limits.md): a lock,
+// huge pages or the advice for them, DONTFORK, WIPEONFORK, DONTDUMP, userfaultfd, KSM merging,
+// a protection key. Read from /proc/self/smaps (only on a move, which costs far more).
+bool keeps_nothing_a_move_drops(std::uintptr_t begin, std::uintptr_t end) {
+  static constexpr const char* kDropped[] = {"lo", "hg", "dc", "wf", "dd", "um", "uw", "ui", "mg"};
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    unsigned long from = 0, to = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &from, &to) == 2 && line.find(':') > line.find(' ')) {
+      if (from >= end) break;
+      inside = to > begin;
+      continue;
+    }
+    if (!inside) continue;
+    unsigned long value = 0;
+    if ((std::sscanf(line.c_str(), "AnonHugePages: %lu", &value) == 1 ||
+         std::sscanf(line.c_str(), "ProtectionKey: %lu", &value) == 1) &&
+        value != 0) {
+      return false;
+    }
+    if (line.rfind("VmFlags:", 0) == 0) {
+      std::istringstream flags(line.substr(8));
+      for (std::string flag; flags >> flag;) {
+        if (std::find(std::begin(kDropped), std::end(kDropped), flag) != std::end(kDropped)) {
+          return false;
+        }
+      }
+    }
+  }
+  return true;
 }
 
 // Replaces the pages [begin, end) by private ones: copies of their contents (keep_contents) or
@@ -407,7 +443,10 @@ class Registry {
       const int policy = policy_at(page);
       if (policy != MPOL_DEFAULT && policy != kMark) return {};
     }
-    if (on_my_stack(begin, end) || !private_anonymous(begin, end)) return {};
+    if (on_my_stack(begin, end) || !private_anonymous(begin, end) ||
+        !keeps_nothing_a_move_drops(begin, end)) {
+      return {};
+    }
     const int fd = memfd_create(kMemfdName, MFD_CLOEXEC);
     if (fd < 0) return {};
     auto give_up = [&] {
