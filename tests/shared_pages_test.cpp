@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -580,3 +581,74 @@ void exercise_changing_buffers(int p) {
 }
 
 }  // namespace
+
+// A rank that cannot reach a peer's shared pages (here: at its descriptor limit, so it cannot
+// open the peer's memfd) takes the copy path with every other rank, in every collective that reads
+// or writes shared pages, and the team goes on; once it can, the pages are shared again.
+TEST(SharedPages, ARankThatCannotReachAPeersPagesTakesTheCopyPathAndTheTeamGoesOn) {
+  auto* shared = shmcoll::testing::shared_block<Shared>();
+  setenv("SHMCOLL_SHARE_PAGES_MIN", "65536", 1);
+  setenv("SHMCOLL_SLOT_BYTES", "131072", 1);  // bcast reads shared pages from a slot's length up
+  shmcoll::run(2, {}, [&](shmcoll::Team& team) {
+    using shmcoll::Dtype;
+    const int me = team.rank(), peer = 1 - me;
+    constexpr std::size_t kBlock = 256 << 10, kCount = 2 * kBlock / 8;
+    auto* send = static_cast<std::uint64_t*>(shmcoll::shm::allocate_shared_pages(2 * kBlock));
+    auto* recv = static_cast<std::uint64_t*>(shmcoll::shm::allocate_shared_pages(2 * kBlock));
+    const auto value = [](int rank, std::size_t i) { return std::uint64_t(rank) * 1000003 + i; };
+    const auto fill_send = [&] {
+      for (std::size_t i = 0; i < kCount; ++i) send[i] = value(me, i);
+    };
+    const auto expect = [&](bool good, const std::string& what) {
+      if (!good) shared->failures.fetch_add(1);
+      EXPECT_TRUE(good) << "rank " << me << ": " << what;
+    };
+    const auto holds = [&](const std::uint64_t* data, std::size_t from, std::size_t n, int rank,
+                           std::size_t first) {
+      for (std::size_t i = 0; i < n; ++i) {
+        if (data[from + i] != value(rank, first + i)) return false;
+      }
+      return true;
+    };
+    rlimit limit{};
+    getrlimit(RLIMIT_NOFILE, &limit);
+    for (const bool at_the_limit : {true, false}) {
+      if (me == 1 && at_the_limit) {  // every open now fails with EMFILE
+        const int lowest_free = dup(0);
+        close(lowest_free);
+        const rlimit none_left{rlim_t(lowest_free), limit.rlim_max};
+        setrlimit(RLIMIT_NOFILE, &none_left);
+      }
+      const std::string when = at_the_limit ? " (at the limit)" : "";
+      const shmcoll::Datatype bytes(Dtype::u8);
+      fill_send();
+      team.allreduce(send, recv, kCount, Dtype::u64, shmcoll::Op::sum);
+      bool good = true;
+      for (std::size_t i = 0; i < kCount; ++i) good &= recv[i] == value(0, i) + value(1, i);
+      expect(good, "allreduce" + when);
+      std::fill_n(recv, kCount, 0);
+      team.reduce(send, me == 0 ? recv : nullptr, kCount, Dtype::u64, shmcoll::Op::max, 0);
+      if (me == 0) expect(holds(recv, 0, kCount, 1, 0), "reduce" + when);
+      team.gather(send, kBlock, bytes, recv, kBlock, bytes, 0);
+      if (me == 0) {
+        expect(holds(recv, 0, kBlock / 8, 0, 0) && holds(recv, kBlock / 8, kBlock / 8, 1, 0),
+               "gather" + when);
+      }
+      team.allgather(send, kBlock, bytes, recv, kBlock, bytes);
+      expect(holds(recv, kBlock / 8, kBlock / 8, 1, 0), "allgather" + when);
+      team.alltoall(send, kBlock, bytes, recv, kBlock, bytes);
+      expect(holds(recv, std::size_t(peer) * kBlock / 8, kBlock / 8, peer, me * kBlock / 8),
+             "alltoall" + when);
+      team.scatter(send, kBlock, bytes, recv, kBlock, bytes, 0);
+      expect(holds(recv, 0, kBlock / 8, 0, me * kBlock / 8), "scatter" + when);
+      team.bcast(send, 2 * kBlock, Dtype::u8, 0);
+      expect(holds(send, 0, kCount, 0, 0), "bcast" + when);
+      if (me == 1 && at_the_limit) setrlimit(RLIMIT_NOFILE, &limit);
+    }
+    shmcoll::shm::free_shared_pages(send);
+    shmcoll::shm::free_shared_pages(recv);
+  });
+  unsetenv("SHMCOLL_SHARE_PAGES_MIN");
+  unsetenv("SHMCOLL_SLOT_BYTES");
+  EXPECT_EQ(shared->failures.load(), 0);
+}

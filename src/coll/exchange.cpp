@@ -71,8 +71,10 @@ struct Geometry {
 // One call of the engine: the spec, the geometry, and this rank's choices.
 class Exchange {
  public:
-  Exchange(Context& ctx, const ExchangeSpec& spec, const ExchangeShape& shape)
-      : ctx_(ctx),
+  // `pages_allowed`: false for the second try of a call a rank could not finish from shared pages.
+  Exchange(Context& ctx, const ExchangeSpec& spec, const ExchangeShape& shape, bool pages_allowed)
+      : pages_allowed_(pages_allowed),
+        ctx_(ctx),
         rounds_(ctx.rounds),
         spec_(spec),
         shape_(shape),
@@ -81,7 +83,9 @@ class Exchange {
         geometry_{shape.personalized, kLinePayload / regions() / 8 * 8,
                   rounds_.slot_bytes() / regions() / shm::kLineBytes * shm::kLineBytes} {}
 
-  void run() {
+  // False when a rank could not reach a sender's shared pages: every rank then learns it in a
+  // closing round, and the call is to be made again without them.
+  bool run() {
     choose_mode();
     const std::uint32_t first = rounds_.begin();
     post_first_round(first);
@@ -90,15 +94,30 @@ class Exchange {
     receive_first_round(first);
     rounds_.release(first);  // done with every heap I read from (senders may wait for it)
     for (std::uint32_t k = 1; k < total; ++k) next_round(k);
-    if (mode_ == in_heap || mode_ == in_pages) {
+    if (mode_ == in_heap) {
       for (std::uint32_t peer = 0; peer < size_; ++peer) {
         if (peer != me_) rounds_.wait_released(peer, first);
       }
     }
+    // Shared pages close with a round every rank takes alike (all see the same senders' modes),
+    // which also tells their senders that every receiver is done with them.
+    return !a_sender_shares_pages(first) || every_rank_reached(ctx_, rounds_.begin(), reached_);
   }
 
  private:
   std::uint32_t regions() const { return shape_.personalized ? size_ - 1 : 1; }
+
+  // Whether any rank that may send in this call (every rank, or the one sender) sends from shared
+  // pages: each rank reads the same senders' headers of round `first`.
+  bool a_sender_shares_pages(std::uint32_t first) const {
+    if (shape_.one_receiver) return false;  // never from pages (shares_pages)
+    for (std::uint32_t sender = first_source(); sender < end_of_sources(); ++sender) {
+      LineHeader theirs;
+      std::memcpy(&theirs, rounds_.wait_message(sender, first), kHeaderBytes);
+      if (theirs.mode == in_pages) return true;
+    }
+    return false;
+  }
 
   // The ranks that may send to me: all; only the root of a one-sender exchange; none off the
   // root of a one-receiver exchange (which spares each rank of a scatter or gather a look at
@@ -165,8 +184,8 @@ class Exchange {
     // slots its senders fill at the same time, or out of their buffers, which measured no faster
     // (2 ranks, 256 KiB-4 MiB). A regular gather's senders write into the root's buffer instead
     // (gather.cpp).
-    if (!shape_.direct_allowed || shape_.one_receiver || least == 0 || longest < least ||
-        geometry_.slot_region < kPagesRegionMin) {
+    if (!pages_allowed_ || !shape_.direct_allowed || shape_.one_receiver || least == 0 ||
+        longest < least || geometry_.slot_region < kPagesRegionMin) {
       return false;
     }
     const std::byte* begin = nullptr;
@@ -201,8 +220,12 @@ class Exchange {
            " bytes, shorter than the ", in.bytes(), " bytes this rank expects (mismatched counts)");
     }
     const bool shared = note.tail_from > note.head;
-    unpack_shared(in, note, shared ? map_shared_buffer(ctx_, source, note) : nullptr,
-                  region + sizeof note);
+    const std::byte* pages = shared ? map_shared_buffer(ctx_, source, note) : nullptr;
+    if (shared && !pages) {
+      reached_ = false;  // the block comes again, through the slots
+      return;
+    }
+    unpack_shared(in, note, pages, region + sizeof note);
   }
 
   // My blocks (or their first pieces, or their heap offsets) and my round count, at once.
@@ -345,6 +368,8 @@ class Exchange {
     }
   }
 
+  const bool pages_allowed_;
+  bool reached_ = true;  // every sender's shared pages I had to read, I could
   Context& ctx_;
   shm::Rounds& rounds_;
   const ExchangeSpec& spec_;
@@ -384,7 +409,7 @@ void exchange(Context& ctx, const ExchangeSpec& spec, const ExchangeShape& shape
   const bool nothing_moves =
       shape.lengths_known_by == ExchangeShape::Knowledge::everyone && shape.longest == 0;
   if (ctx.rounds.size() == 1 || nothing_moves) return spec.copy_own();
-  Exchange(ctx, spec, shape).run();
+  if (!Exchange(ctx, spec, shape, true).run()) Exchange(ctx, spec, shape, false).run();
 }
 
 }  // namespace shmcoll::coll

@@ -79,8 +79,9 @@ std::byte* dense_receive_buffer(const Layout& recv, std::uint32_t size, std::siz
 // (shm/shared_pages.hpp): in round one the root posts a note on the buffer; each sender copies
 // its block into the root's pages while the root copies its own, one copy each and all at once,
 // where through the slots the root copies every block itself. The bytes of a block in the partly
-// used pages at the buffer's ends go through its sender's slot in round two, which also tells the
-// root the sender is done; the root returns once every sender is. Regular gather only (in gatherv
+// used pages at the buffer's ends go through its sender's slot in round two, which also tells
+// every rank the sender is done, or could not reach the root's pages (then all go on through the
+// exchange); each returns once every sender is. Regular gather only (in gatherv
 // the senders do not know where their block goes), and not where ranks share CPUs
 // (sharing_applies). When the root's buffer is not shared, the call goes on through the exchange,
 // one round later.
@@ -98,10 +99,9 @@ bool gather_into_shared_pages(Context& ctx, const Block& send, const Layout& rec
     if (note.fd < 0) return false;
     spec.copy_own();
     const std::uint32_t done = rounds.begin();
-    rounds.publish(done);
+    if (!every_rank_reached(ctx, done, true)) return false;
     for (std::uint32_t sender = 0; sender < size; ++sender) {
       if (sender == root) continue;
-      rounds.wait_for(sender, done);
       // Its bytes outside the shared pages, in order: before them, then after them.
       const std::size_t begin = sender * block_bytes, end = begin + block_bytes;
       const std::byte* outside = rounds.slot(sender, done);
@@ -121,13 +121,14 @@ bool gather_into_shared_pages(Context& ctx, const Block& send, const Layout& rec
          note.bytes, " bytes, not the ", span,
          " of this rank's block times the ranks (mismatched counts)");
   }
-  std::byte* const pages = map_shared_buffer_to_write(ctx, root, note) + note.offset;
+  std::byte* const mapped = map_shared_buffer_to_write(ctx, root, note);
+  std::byte* const pages = mapped ? mapped + note.offset : nullptr;
   const std::size_t begin = me * block_bytes, end = begin + block_bytes;
   const std::size_t head = note.head, tail_from = note.tail_from;
   // My block's part in the root's pages, straight there.
   const std::size_t in_from = std::clamp(begin, head, tail_from);
   const std::size_t in_to = std::clamp(end, head, tail_from);
-  if (in_to > in_from) {
+  if (pages && in_to > in_from) {
     send.type->pack_range(send.base, send.count, in_from - begin, in_to - in_from,
                           pages + (in_from - head));
   }
@@ -142,8 +143,7 @@ bool gather_into_shared_pages(Context& ctx, const Block& send, const Layout& rec
     send.type->pack_range(send.base, send.count, after_from - begin, end - after_from,
                           outside + before);
   }
-  rounds.publish(done);
-  return true;
+  return every_rank_reached(ctx, done, pages != nullptr);
 }
 
 }  // namespace

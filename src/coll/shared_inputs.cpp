@@ -25,11 +25,12 @@ std::size_t split_unit(Dtype dtype) {
 
 // Every rank's buffer reduced, in rank order, over bytes [from, to), part by part, where a part
 // ends wherever a buffer passes from its slot to its pages or back (the notes of `round`); each
-// part's result goes to out(its first byte).
+// part's result goes to out(its first byte). False, with nothing reduced, when a peer's pages
+// cannot be reached.
 template <typename Out>
-void reduce_inputs(Context& ctx, std::uint32_t round, const std::byte* send, std::size_t from,
+bool reduce_inputs(Context& ctx, std::uint32_t round, const std::byte* send, std::size_t from,
                    std::size_t to, Dtype dtype, const Op& op, Out&& out) {
-  if (from >= to) return;
+  if (from >= to) return true;
   shm::Rounds& rounds = ctx.rounds;
   const std::uint32_t me = rounds.rank();
   auto note_of = [&](std::uint32_t peer) { return buffer_note_of(ctx, peer, round); };
@@ -41,6 +42,7 @@ void reduce_inputs(Context& ctx, std::uint32_t round, const std::byte* send, std
     if (peer == me) continue;
     const BufferNote theirs = note_of(peer);
     ctx.peer_pages[peer] = map_shared_buffer(ctx, peer, theirs);
+    if (!ctx.peer_pages[peer]) return false;
     cut_at(theirs.head);
     cut_at(theirs.tail_from);
   }
@@ -56,6 +58,7 @@ void reduce_inputs(Context& ctx, std::uint32_t round, const std::byte* send, std
     ops::reduce_kary(dtype, op, out(*cut), ctx.inputs.data(), static_cast<int>(rounds.size()),
                      (cut[1] - cut[0]) / dtype_size(dtype));
   }
+  return true;
 }
 
 // Whether every rank's note of `round` (the first in its line) says shared: all read the same
@@ -145,25 +148,31 @@ BufferNote buffer_note_of(Context& ctx, std::uint32_t rank, std::uint32_t round,
 namespace {
 
 template <typename Map>
-auto map_or_fail(Context& ctx, std::uint32_t rank, const BufferNote& note, Map&& map) {
+auto map_peer_buffer(Context& ctx, std::uint32_t rank, const BufferNote& note, Map&& map) {
   std::string why;
-  const auto pages = map(ctx.rounds.segment().profile(rank).pid.load(std::memory_order_relaxed),
-                         shm::SharedPages{nullptr, note.memfd_bytes, note.fd, note.inode}, why);
-  if (!pages) {
-    fail(Errc::system_error, "rank ", ctx.rounds.rank(), ": cannot map the buffer rank ", rank,
-         " shares (", why, "); SHMCOLL_SHARE_PAGES_MIN=0 turns sharing off");
-  }
-  return pages;
+  return map(ctx.rounds.segment().profile(rank).pid.load(std::memory_order_relaxed),
+             shm::SharedPages{nullptr, note.memfd_bytes, note.fd, note.inode}, why);
 }
 
 }  // namespace
 
 const std::byte* map_shared_buffer(Context& ctx, std::uint32_t rank, const BufferNote& note) {
-  return map_or_fail(ctx, rank, note, shm::map_peer_pages);
+  return map_peer_buffer(ctx, rank, note, shm::map_peer_pages);
 }
 
 std::byte* map_shared_buffer_to_write(Context& ctx, std::uint32_t rank, const BufferNote& note) {
-  return map_or_fail(ctx, rank, note, shm::map_peer_pages_to_write);
+  return map_peer_buffer(ctx, rank, note, shm::map_peer_pages_to_write);
+}
+
+bool every_rank_reached(Context& ctx, std::uint32_t round, bool reached) {
+  shm::Rounds& rounds = ctx.rounds;
+  const char mine = reached ? 1 : 0;
+  rounds.publish_message(round, &mine, sizeof mine);
+  bool all = reached;
+  for (std::uint32_t peer = 0; peer < rounds.size(); ++peer) {
+    if (peer != rounds.rank()) all &= *rounds.wait_message(peer, round) != std::byte{0};
+  }
+  return all;
 }
 
 namespace {
@@ -210,34 +219,35 @@ bool reduce_in_slices(Context& ctx, const std::byte* send, std::byte* recv, std:
   const std::size_t to = outputs_shared ? std::min(bytes, from + slice) : bytes;
   const auto into_recv = [&](std::size_t at) { return recv + at; };
   const std::uint32_t done = rounds.begin();
-  if (receives) reduce_inputs(ctx, round, send, from, to, dtype, op, into_recv);
-  for (std::uint32_t rank = 0; rank < size && outputs_shared; ++rank) {
+  bool reached = !receives || reduce_inputs(ctx, round, send, from, to, dtype, op, into_recv);
+  for (std::uint32_t rank = 0; rank < size && outputs_shared && reached; ++rank) {
     if (rank == me || (!everyone && rank != root)) continue;
     const BufferNote theirs = buffer_note_of(ctx, rank, round, 1);
     if (theirs.bytes != bytes || !note_is_sound(theirs)) {
       fail(Errc::invalid_argument, "rank ", me, ": rank ", rank, " receives ", theirs.bytes,
            " bytes, not this rank's ", bytes, " (mismatched counts)");
     }
-    std::byte* const pages = map_shared_buffer_to_write(ctx, rank, theirs) + theirs.offset;
+    std::byte* const mapped = map_shared_buffer_to_write(ctx, rank, theirs);
+    reached = mapped != nullptr;
+    if (!reached) break;
+    std::byte* const pages = mapped + theirs.offset;
     const std::size_t in_from = std::max<std::size_t>(from, theirs.head);
     const std::size_t in_to = std::min<std::size_t>(to, theirs.tail_from);
     if (in_from >= in_to) continue;
     if (receives) {  // my slice is in my receive buffer already
       copy_bytes(pages + (in_from - theirs.head), recv + in_from, in_to - in_from);
     } else {
-      reduce_inputs(ctx, round, send, in_from, in_to, dtype, op,
-                    [&](std::size_t at) { return pages + (at - theirs.head); });
+      reached = reduce_inputs(ctx, round, send, in_from, in_to, dtype, op,
+                              [&](std::size_t at) { return pages + (at - theirs.head); });
     }
   }
-  if (receives && outputs_shared) {
-    reduce_inputs(ctx, round, send, 0, notes[1].head, dtype, op, into_recv);
-    reduce_inputs(ctx, round, send, notes[1].tail_from, bytes, dtype, op, into_recv);
+  if (reached && receives && outputs_shared) {
+    reached = reduce_inputs(ctx, round, send, 0, notes[1].head, dtype, op, into_recv) &&
+              reduce_inputs(ctx, round, send, notes[1].tail_from, bytes, dtype, op, into_recv);
   }
-  rounds.publish(done);
-  for (std::uint32_t peer = 0; peer < size; ++peer) {
-    if (peer != me) rounds.wait_for(peer, done);  // done reading my buffers, writing mine
-  }
-  return true;
+  // Done reading my buffers and writing mine; where a rank could not reach one, all go through
+  // the slots (the receive buffers are written again).
+  return every_rank_reached(ctx, done, reached);
 }
 
 }  // namespace

@@ -4,12 +4,14 @@
 // not); the bytes of its buffer in the partly used pages at its ends travel in its slot. A call
 // takes this path only when the notes of every rank whose buffer is read say shared: every rank
 // reads the same notes, so all agree. Otherwise the caller goes on with its usual algorithm, one
-// round later. Used by bcast (its root's buffer), the 2-rank allreduce (every rank's) and reduce
-// (every rank's, each reducing a slice into the root's shared receive buffer: the root alone
-// reading the senders' buffers measured no faster than reading the slots they fill at the same
-// time, 0.86-1.19x), and the other way round by gather, whose senders write into the root's
-// receive buffer. The exchange engine writes the same notes, one per block, into its slot
-// regions (exchange.cpp, in_pages).
+// round later. A rank may still fail to map a peer's pages (its descriptor limit, permissions):
+// the path closes with a round in which every rank says whether it reached them, and where one
+// did not, all go on with the usual algorithm from there (every_rank_reached). Used by bcast (its
+// root's buffer), the 2-rank allreduce (every rank's) and reduce (every rank's, each reducing a
+// slice into the root's shared receive buffer: the root alone reading the senders' buffers measured
+// no faster than reading the slots they fill at the same time, 0.86-1.19x), and the other way round
+// by gather, whose senders write into the root's receive buffer. The exchange engine writes the
+// same notes, one per block, into its slot regions (exchange.cpp, in_pages).
 #pragma once
 
 #include <cstddef>
@@ -69,11 +71,17 @@ BufferNote share_buffer(Context& ctx, std::uint32_t round, const std::byte* send
 BufferNote buffer_note_of(Context& ctx, std::uint32_t rank, std::uint32_t round,
                           std::size_t index = 0);
 
-// `rank`'s shared pages (fails with system_error when they cannot be mapped), and where byte
-// `at` of its buffer is read. Writable: for a gather's senders, which write into the root's
-// receive buffer.
+// `rank`'s shared pages, and where byte `at` of its buffer is read. Writable: for a gather's
+// senders, which write into the root's receive buffer. nullptr when this rank cannot reach them
+// (at its descriptor or address-space limit, not permitted to open the peer's memfd): a reason to
+// take the copy path, never to end the team (every_rank_reached).
 const std::byte* map_shared_buffer(Context& ctx, std::uint32_t rank, const BufferNote& note);
 std::byte* map_shared_buffer_to_write(Context& ctx, std::uint32_t rank, const BufferNote& note);
+// A call from shared pages closes with round `round` (begun), in which every rank says whether it
+// reached every peer's buffer it had to, once done with them; each waits for every rank's word.
+// True when all did. Otherwise every rank goes on through the slots, where nobody's memory is
+// mapped (the buffers written so far are written again), and the team stays usable.
+bool every_rank_reached(Context& ctx, std::uint32_t round, bool reached);
 inline const std::byte* locate(const BufferNote& note, const std::byte* pages,
                                const std::byte* slot, std::size_t at) {
   if (at < note.head) return slot + at;
