@@ -99,24 +99,23 @@ class Exchange {
         if (peer != me_) rounds_.wait_released(peer, first);
       }
     }
-    // Shared pages close with a round every rank takes alike (all see the same senders' modes),
-    // which also tells their senders that every receiver is done with them.
-    return !a_sender_shares_pages(first) || every_rank_reached(ctx_, rounds_.begin(), reached_);
+    // Shared pages close with a round every rank takes alike, which also tells their senders
+    // that every receiver is done with them. Every rank has read the header of every sender that
+    // may share pages: a block from shared pages is long, so it is read by all it goes to, and
+    // where lengths are not known to all (v and w calls) every header is read to count rounds.
+    const bool pages_used = mode_ == in_pages || sender_shares_pages_;
+    return !pages_used || every_rank_reached(ctx_, rounds_.begin(), reached_);
   }
 
  private:
   std::uint32_t regions() const { return shape_.personalized ? size_ - 1 : 1; }
 
-  // Whether any rank that may send in this call (every rank, or the one sender) sends from shared
-  // pages: each rank reads the same senders' headers of round `first`.
-  bool a_sender_shares_pages(std::uint32_t first) const {
-    if (shape_.one_receiver) return false;  // never from pages (shares_pages)
-    for (std::uint32_t sender = first_source(); sender < end_of_sources(); ++sender) {
-      LineHeader theirs;
-      std::memcpy(&theirs, rounds_.wait_message(sender, first), kHeaderBytes);
-      if (theirs.mode == in_pages) return true;
-    }
-    return false;
+  // A sender's header of the first round, noting whether it sends from shared pages.
+  LineHeader header_of(std::uint32_t sender, std::uint32_t first) {
+    LineHeader theirs;
+    std::memcpy(&theirs, rounds_.wait_message(sender, first), kHeaderBytes);
+    sender_shares_pages_ |= theirs.mode == in_pages;
+    return theirs;
   }
 
   // The ranks that may send to me: all; only the root of a one-sender exchange; none off the
@@ -271,11 +270,7 @@ class Exchange {
 
   std::uint32_t total_rounds(std::uint32_t round) {
     using Knowledge = ExchangeShape::Knowledge;
-    auto rounds_known_by = [&](std::uint32_t peer) {
-      LineHeader theirs;
-      std::memcpy(&theirs, rounds_.wait_message(peer, round), kHeaderBytes);
-      return theirs.rounds;
-    };
+    auto rounds_known_by = [&](std::uint32_t peer) { return header_of(peer, round).rounds; };
     switch (shape_.lengths_known_by) {
       case Knowledge::everyone:
         if (lines_) return lines_->rounds;
@@ -301,8 +296,7 @@ class Exchange {
       const Block in = source == me_ ? Block{} : spec_.incoming(source);
       if (in.bytes() == 0) continue;
       const std::byte* their_line = rounds_.wait_message(source, round);
-      LineHeader theirs;
-      std::memcpy(&theirs, their_line, kHeaderBytes);
+      const LineHeader theirs = header_of(source, round);
       const std::uint32_t region = geometry_.region(source, me_);
       const std::byte* in_slot = rounds_.slot(source, round) + region * geometry_.slot_region;
       if (theirs.mode == in_line) {
@@ -369,7 +363,8 @@ class Exchange {
   }
 
   const bool pages_allowed_;
-  bool reached_ = true;  // every sender's shared pages I had to read, I could
+  bool reached_ = true;               // every sender's shared pages I had to read, I could
+  bool sender_shares_pages_ = false;  // a sender whose header I read sends from shared pages
   Context& ctx_;
   shm::Rounds& rounds_;
   const ExchangeSpec& spec_;
