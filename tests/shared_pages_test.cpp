@@ -586,6 +586,11 @@ void exercise_changing_buffers(int p) {
 // open the peer's memfd) takes the copy path with every other rank, in every collective that reads
 // or writes shared pages, and the team goes on; once it can, the pages are shared again.
 TEST(SharedPages, ARankThatCannotReachAPeersPagesTakesTheCopyPathAndTheTeamGoesOn) {
+#ifdef __SANITIZE_ADDRESS__
+  // UBSan's vptr check opens /proc/self/maps, which fails at the descriptor limit set here, and
+  // reports every virtual call then as invalid: the release run checks this.
+  GTEST_SKIP() << "no descriptor to spare for the sanitizers";
+#endif
   auto* shared = shmcoll::testing::shared_block<Shared>();
   setenv("SHMCOLL_SHARE_PAGES_MIN", "65536", 1);
   setenv("SHMCOLL_SLOT_BYTES", "131072", 1);  // bcast reads shared pages from a slot's length up
