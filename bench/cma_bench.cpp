@@ -13,22 +13,17 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "bench_timing.hpp"
 #include "util/copy.hpp"
 
 namespace {
 
 constexpr std::size_t kPage = 4096, kHuge = 2 << 20;
-
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 void bind_to(int cpu) {
   cpu_set_t set;
@@ -51,22 +46,17 @@ std::byte* map(std::size_t bytes, bool shared, bool huge) {
   return aligned;
 }
 
-double median(std::vector<double> samples) {
-  std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
-  return samples[samples.size() / 2];
-}
-
 // Seconds per copy of `bytes`, the median of `reps` copies done by `copy`.
 template <typename Copy>
 double time_copies(int reps, Copy&& copy) {
   copy();  // faults and first-touch paid before timing
   std::vector<double> samples;
   for (int i = 0; i < reps; ++i) {
-    const double start = now();
+    const double start = bench::now_seconds();
     copy();
-    samples.push_back(now() - start);
+    samples.push_back(bench::now_seconds() - start);
   }
-  return median(samples);
+  return bench::median(samples);
 }
 
 }  // namespace
