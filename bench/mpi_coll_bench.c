@@ -4,9 +4,12 @@
  * rank's time per call (MPI_MAX). Rank 0 prints the median, min and max, then a line
  * "# samples BYTES t1 ... tN" (us, in order) that shmcoll-bench --vs reads.
  * With --single, a sample is one call after a barrier instead, on buffers fresh from calloc
- * (harness_method.h), as OSU and IMB measure. With --alloc-mem, buffers come from MPI_Alloc_mem
- * and are written before timing, in both methods.
- * Usage: mpi_coll_bench COLL SIZES [SAMPLES] [--vary-data] [--single] [--char] [--alloc-mem],
+ * (harness_method.h). With --written, the single-call method's buffers are
+ * written once before timing, as OSU's set_buffer does: send pages then hold the program's data,
+ * not the kernel's zero page (which favours a kernel copy: it reads one cached page). With
+ * --alloc-mem, buffers come from MPI_Alloc_mem and are written before timing, in both methods.
+ * Usage: mpi_coll_bench COLL SIZES [SAMPLES] [--vary-data] [--single] [--written] [--char]
+ * [--alloc-mem],
  * f32 (--char: MPI_CHAR, OSU's default type) and sum. COLL is any collective shmcoll-bench knows;
  * SIZES follow its convention (OSU's): the vector for reductions, including reduce_scatter, and the
  * block per rank pair for scatter, gather, allgather and alltoall and their v/w forms; also
@@ -150,12 +153,14 @@ int main(int argc, char** argv) {
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  int vary = 0, single = 0, alloc_mem = 0, unknown = 0;
+  int vary = 0, single = 0, written = 0, alloc_mem = 0, unknown = 0;
   for (int a = 4; a < argc; ++a) {
     if (!strcmp(argv[a], "--vary-data"))
       vary = 1;
     else if (!strcmp(argv[a], "--single"))
       single = 1;
+    else if (!strcmp(argv[a], "--written"))
+      written = 1;
     else if (!strcmp(argv[a], "--alloc-mem"))
       alloc_mem = 1;
     else if (!strcmp(argv[a], "--char"))
@@ -167,8 +172,8 @@ int main(int argc, char** argv) {
   if (argc < 3 || samples < 1 || unknown) {
     if (rank == 0) {
       fprintf(stderr,
-              "usage: mpi_coll_bench COLL SIZES [SAMPLES] [--vary-data] [--single] [--char] "
-              "[--alloc-mem]\n");
+              "usage: mpi_coll_bench COLL SIZES [SAMPLES] [--vary-data] [--single] [--written] "
+              "[--char] [--alloc-mem]\n");
     }
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
@@ -185,7 +190,8 @@ int main(int argc, char** argv) {
     const size_t bytes = coll != BARRIER ? parse_size(token) : 0;
     const int count = (int)(bytes / element_bytes);
     /* Room for a block per rank, in each of `slots` page-aligned slots; the batch method touches
-     * every byte before timing, each slot with different values, the single-call method none. */
+     * every byte before timing, each slot with different values, the single-call method none
+     * unless --written. */
     const size_t buffer_bytes = bytes * size, stride = vary_slot_stride(buffer_bytes);
     const size_t slots = vary ? vary_slot_count(stride) : 1;
     char *send, *recv;
@@ -198,7 +204,7 @@ int main(int argc, char** argv) {
       recv =
           single ? calloc(stride * slots + 1, 1) : aligned_alloc(VARY_PAGE_BYTES, stride * slots);
     }
-    for (size_t slot = 0; slot < slots && (!single || alloc_mem); ++slot) {
+    for (size_t slot = 0; slot < slots && (!single || written || alloc_mem); ++slot) {
       char* s = send + slot * stride;
       for (long i = 0; i < (long)count * size; ++i) {
         if (element_bytes == 1)

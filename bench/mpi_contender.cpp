@@ -48,11 +48,12 @@ std::vector<MpiContender> mpi_contenders(const std::vector<std::string>& mpis, i
 }
 
 Row run_mpi(const MpiContender& contender, const std::string& coll, std::size_t bytes, int samples,
-            bool vary_data, bool single_call) {
+            bool vary_data, bool single_call, bool written) {
   std::vector<std::string> argv = contender.command;
   argv.insert(argv.end(), {coll, std::to_string(bytes), std::to_string(samples)});
   if (vary_data) argv.push_back("--vary-data");
   if (single_call) argv.push_back("--single");
+  if (written) argv.push_back("--written");
   // Open MPI refuses to start as root unless told that it is meant.
   const Finished run =
       run_program(argv, {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"});

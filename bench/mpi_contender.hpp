@@ -24,6 +24,6 @@ std::vector<MpiContender> mpi_contenders(const std::vector<std::string>& mpis, i
 // One size of one collective (f32, sum), `samples` samples. Throws std::runtime_error naming the
 // contender when the run fails.
 Row run_mpi(const MpiContender& contender, const std::string& coll, std::size_t bytes, int samples,
-            bool vary_data, bool single_call);
+            bool vary_data, bool single_call, bool written);
 
 }  // namespace bench

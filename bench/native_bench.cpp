@@ -260,7 +260,8 @@ void bench_rank(shmcoll::Team& team, const NativeConfig& config, const std::stri
   const std::size_t buffer_bytes = static_cast<std::size_t>(count) * element * team.size();
   Slots slots(buffer_bytes, config.vary_data);
   const std::size_t pool_bytes = slots.stride * slots.count;
-  // calloc: the single-call method leaves the pages untouched (harness_method.h).
+  // calloc: the single-call method leaves the pages untouched unless --written
+  // (harness_method.h).
   const std::unique_ptr<std::byte, decltype(&std::free)> private_send(
       static_cast<std::byte*>(std::calloc(config.heap ? 1 : pool_bytes, 1)), &std::free),
       recv_memory(static_cast<std::byte*>(std::calloc(pool_bytes + 1, 1)), &std::free);
@@ -275,7 +276,8 @@ void bench_rank(shmcoll::Team& team, const NativeConfig& config, const std::stri
     return std::span<std::byte>(recv_pool).subspan(slot * slots.stride, buffer_bytes);
   };
   // The batch method touches every byte before timing, each slot with its own values.
-  for (std::size_t slot = 0; slot < slots.count && !config.single_call; ++slot) {
+  for (std::size_t slot = 0; slot < slots.count && (!config.single_call || config.written);
+       ++slot) {
     visit_arithmetic(config.dtype,
                      [&](auto type) { fill<decltype(type)>(send_of(slot), team.rank(), slot); });
     std::copy_n(send_of(slot).begin(), buffer_bytes, recv_of(slot).begin());

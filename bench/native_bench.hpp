@@ -20,6 +20,7 @@ struct NativeConfig {
   bool heap = false;             // send buffers from Team::allocate
   bool vary_data = false;        // rotate through buffer slots (harness_method.h)
   bool single_call = false;      // OSU/IMB: a barrier, one call per sample (harness_method.h)
+  bool written = false;          // single_call: buffers written once before timing, as OSU does
   bool inject_error = false;     // corrupt one checked element, to prove --check catches it
   std::string bind_to = "auto";  // core, none, or auto: core when the ranks fit the cores
 };

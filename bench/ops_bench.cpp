@@ -232,6 +232,17 @@ void register_openmpi(Dtype dtype, const Op& op, std::size_t bytes) {
 }
 #endif
 
+// Whether a run failed: Google Benchmark 1.8 replaced Run::error_occurred (1.7, Debian 12) by
+// Run::skipped (1.9 in Debian 13 has only that).
+template <typename Run>
+bool run_failed(const Run& run) {
+  if constexpr (requires { run.skipped; }) {
+    return static_cast<bool>(run.skipped);
+  } else {
+    return run.error_occurred;
+  }
+}
+
 // Prints, after the benchmark's own output, each pair's medians side by side.
 class RatioReporter : public benchmark::ConsoleReporter {
  public:
@@ -239,7 +250,7 @@ class RatioReporter : public benchmark::ConsoleReporter {
     for (const Run& run : runs) {
       const bool median = run.aggregate_name == "median";
       const bool single = run.repetitions <= 1 && run.run_type == Run::RT_Iteration;
-      if ((median || single) && !run.error_occurred) {
+      if ((median || single) && !run_failed(run)) {
         const std::string name = run.run_name.function_name;
         rate_[name] = run.counters.at("bytes_per_second");
         moved_[name] = run.counters.at("moved");

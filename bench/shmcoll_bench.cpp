@@ -162,6 +162,9 @@ int main(int argc, char** argv) {
                  "single: a sample is one call after a barrier, on buffers fresh from calloc, as "
                  "OSU and IMB measure (use more --iters)")
       ->check(CLI::IsMember({"batch", "single"}));
+  app.add_flag("--written", config.written,
+               "with --method single: write the buffers once before timing, as OSU does, so "
+               "send pages hold data rather than the kernel's zero page");
   app.add_flag("--check", config.check, "verify every shmcoll result; exit 1 on a mismatch");
   app.add_flag("--heap", config.heap,
                "send buffers from Team::allocate, so receivers may copy straight out of them");
@@ -188,6 +191,10 @@ int main(int argc, char** argv) {
     const std::vector<std::size_t> message_sizes = sizes_of(sizes);
     parse_dtype_and_op(dtype, op, config);
     config.single_call = method == "single";
+    if (config.written && !config.single_call) {
+      throw std::invalid_argument(
+          "--written applies to --method single (the batch method always writes its buffers)");
+    }
     if (config.heap && config.vary_data) {
       throw std::invalid_argument("--vary-data and --heap cannot be combined");
     }
@@ -226,7 +233,8 @@ int main(int argc, char** argv) {
         for (std::size_t m = 0; m < mpis.size(); ++m) {
           show_progress(coll, bytes, mpis[m].name, s, coll_sizes.size());
           group[m + 1].rows.push_back(bench::run_mpi(mpis[m], coll, bytes, config.iters,
-                                                     config.vary_data, config.single_call));
+                                                     config.vary_data, config.single_call,
+                                                     config.written));
         }
       }
       clear_progress();

@@ -97,6 +97,14 @@ TEST_P(DifferentialTest, RandomSequencesDefaultSlots) {
   }
 }
 
+// Every send block of the exchange collectives beyond a message line is read out of its
+// sender's memory with the kernel's cross-memory copy (receive layouts with gaps included).
+TEST_P(DifferentialTest, RandomSequencesReadFromSendersMemory) {
+  ScopedEnv cma("SHMCOLL_CMA_MIN", "1");
+  const int p = GetParam();
+  check_sequences(p, 4000 + p, p >= 5 ? 80 : 150, 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(TeamSizes, DifferentialTest, ::testing::Values(1, 2, 3, 5, 8),
                          [](const auto& info) { return "p" + std::to_string(info.param); });
 

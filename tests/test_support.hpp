@@ -66,6 +66,13 @@ T* shared_block() {
   return new (memory) T{};
 }
 
+// Private anonymous memory of `bytes`, at `at` where given (never over a mapping already there).
+inline std::byte* map_private(std::size_t bytes, void* at = nullptr) {
+  void* memory = mmap(at, bytes, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | (at ? MAP_FIXED_NOREPLACE : 0), -1, 0);
+  return memory == MAP_FAILED ? nullptr : static_cast<std::byte*>(memory);
+}
+
 inline double monotonic_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }

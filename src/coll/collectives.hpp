@@ -42,6 +42,9 @@ struct Context {
   // slot already holding the data (bcast.cpp, reduce.cpp: the next one moves in pieces).
   bool bcast_data_was_unchanged = false;
   bool reduce_data_was_unchanged = false;
+  // Set on every rank alike once a rank could not read a peer's memory with the kernel's
+  // cross-memory copy (exchange.cpp): the team's later calls go through the slots.
+  bool cma_refused = false;
 };
 
 void barrier(Context& ctx);

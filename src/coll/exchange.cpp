@@ -6,6 +6,7 @@
 
 #include "coll/shared_inputs.hpp"
 #include "coll/store.hpp"
+#include "shm/process_memory.hpp"
 #include "shm/shared_pages.hpp"
 #include "util/fail.hpp"
 
@@ -19,7 +20,7 @@ struct LineHeader {
   std::uint16_t mode;    // where the sender's blocks are
   std::uint16_t stride;  // in_lines: bytes from one block to the next
 };
-enum Mode : std::uint16_t { in_slots, in_line, in_heap, in_lines, in_pages };
+enum Mode : std::uint16_t { in_slots, in_line, in_heap, in_lines, in_pages, in_process };
 constexpr std::size_t kHeaderBytes = sizeof(LineHeader);
 constexpr std::size_t kLinePayload = shm::kMessageBytes - kHeaderBytes;
 
@@ -71,9 +72,11 @@ struct Geometry {
 // One call of the engine: the spec, the geometry, and this rank's choices.
 class Exchange {
  public:
-  // `pages_allowed`: false for the second try of a call a rank could not finish from shared pages.
-  Exchange(Context& ctx, const ExchangeSpec& spec, const ExchangeShape& shape, bool pages_allowed)
-      : pages_allowed_(pages_allowed),
+  // `in_place_allowed`: false for the second try of a call a rank could not finish from shared
+  // pages or a sender's own memory.
+  Exchange(Context& ctx, const ExchangeSpec& spec, const ExchangeShape& shape,
+           bool in_place_allowed)
+      : in_place_allowed_(in_place_allowed),
         ctx_(ctx),
         rounds_(ctx.rounds),
         spec_(spec),
@@ -83,8 +86,8 @@ class Exchange {
         geometry_{shape.personalized, kLinePayload / regions() / 8 * 8,
                   rounds_.slot_bytes() / regions() / shm::kLineBytes * shm::kLineBytes} {}
 
-  // False when a rank could not reach a sender's shared pages: every rank then learns it in a
-  // closing round, and the call is to be made again without them.
+  // False when a rank could not reach a sender's shared pages or memory: every rank then learns
+  // it in a closing round, and the call is to be made again through the slots.
   bool run() {
     choose_mode();
     const std::uint32_t first = rounds_.begin();
@@ -99,22 +102,26 @@ class Exchange {
         if (peer != me_) rounds_.wait_released(peer, first);
       }
     }
-    // Shared pages close with a round every rank takes alike, which also tells their senders
-    // that every receiver is done with them. Every rank has read the header of every sender that
-    // may share pages: a block from shared pages is long, so it is read by all it goes to, and
-    // where lengths are not known to all (v and w calls) every header is read to count rounds.
-    const bool pages_used = mode_ == in_pages || sender_shares_pages_;
-    return !pages_used || every_rank_reached(ctx_, rounds_.begin(), reached_);
+    // Reads in place close with a round every rank takes alike, which also tells their senders
+    // that every receiver is done with their memory. Every rank has read the header of every
+    // sender that may be read in place: such a block is long, so it is read by all it goes to,
+    // and where lengths are not known to all (v and w calls) every header is read to count
+    // rounds.
+    const bool read_in_place = mode_ == in_pages || mode_ == in_process || sender_read_in_place_;
+    if (!read_in_place) return true;
+    const unsigned missed = what_any_rank_missed(ctx_, rounds_.begin(), missed_);
+    if (missed & kMissedProcess) ctx_.cma_refused = true;  // every rank alike
+    return missed == kMissedNothing;
   }
 
  private:
   std::uint32_t regions() const { return shape_.personalized ? size_ - 1 : 1; }
 
-  // A sender's header of the first round, noting whether it sends from shared pages.
+  // A sender's header of the first round, noting whether it is read in place.
   LineHeader header_of(std::uint32_t sender, std::uint32_t first) {
     LineHeader theirs;
     std::memcpy(&theirs, rounds_.wait_message(sender, first), kHeaderBytes);
-    sender_shares_pages_ |= theirs.mode == in_pages;
+    sender_read_in_place_ |= theirs.mode == in_pages || theirs.mode == in_process;
     return theirs;
   }
 
@@ -161,8 +168,10 @@ class Exchange {
       mode_ = in_lines;
     } else if (all_in_heap && longest >= ctx_.tunables.direct_min) {
       mode_ = in_heap;
+    } else if (shares_pages(longest)) {
+      mode_ = in_pages;
     } else {
-      mode_ = shares_pages(longest) ? in_pages : in_slots;
+      mode_ = read_from_my_memory(longest) ? in_process : in_slots;
     }
     my_rounds_ = mode_ == in_slots   ? rounds_needed(longest, false, geometry_.slot_region)
                  : mode_ == in_lines ? lines_->rounds
@@ -183,23 +192,80 @@ class Exchange {
     // slots its senders fill at the same time, or out of their buffers, which measured no faster
     // (2 ranks, 256 KiB-4 MiB). A regular gather's senders write into the root's buffer instead
     // (gather.cpp).
-    if (!pages_allowed_ || !shape_.direct_allowed || shape_.one_receiver || least == 0 ||
+    if (!in_place_allowed_ || !shape_.direct_allowed || shape_.one_receiver || least == 0 ||
         longest < least || geometry_.slot_region < kPagesRegionMin) {
       return false;
     }
     const std::byte* begin = nullptr;
     const std::byte* end = nullptr;
     bool contiguous = true;
+    // Whether each block starts where the one before it ends: only then are the span's pages
+    // all send buffer, which the program does not write during the call. Memory between blocks
+    // (alltoallv/w and scatterv with gaps) is the program's to write meanwhile, and a write
+    // between a move's copy and its remap would be lost: such a span is never moved (its pages
+    // may still be read where they are shared already).
+    bool adjacent = true;
+    const std::byte* last_end = nullptr;
     for_each_outgoing([&](const Block& block, std::uint32_t) {
       if (block.bytes() == 0) return;
       contiguous = contiguous && block.type->is_contiguous();
       const std::byte* data = block.base + block.type->lb();
+      adjacent = adjacent && (!last_end || data == last_end);
+      last_end = data + block.bytes();
       begin = begin ? std::min(begin, data) : data;
       end = std::max(end, data + block.bytes());
     });
     if (!contiguous || !begin) return false;
-    pages_ = shm::shared_pages_for(begin, std::size_t(end - begin), ctx_.tunables.move_pages);
+    pages_ = shm::shared_pages_for(begin, std::size_t(end - begin),
+                                   ctx_.tunables.move_pages && adjacent);
     return pages_.has_value();
+  }
+
+  // Whether receivers copy my blocks straight out of my memory with the kernel's cross-memory
+  // copy: every block contiguous and the longest at least SHMCOLL_CMA_MIN. One copy instead of
+  // a copy into my slot and one out of it (2 ranks, alltoall of 256 KiB-4 MiB written by the
+  // program: 1.35-1.65x faster), at the price of the kernel pinning my pages
+  // for the copy. Not where one rank receives everything (gather), which would read every
+  // sender's memory itself, one after the other, where senders fill their slots at once. Nor
+  // where a block goes to every rank (allgather) of more than 2: a read costs 1.5-2 copies here
+  // (shmcoll-bench-cma), so n - 1 reads of a block cost more than its copy into my slot and the
+  // n - 1 copies out of it from 3 ranks up (4 ranks on 2 cores, 256 KiB and 1 MiB: 0.87-1.56x
+  // the slots' time, slower in 3 of 4 runs).
+  bool read_from_my_memory(std::size_t longest) const {
+    const std::uint64_t least = ctx_.tunables.cma_min;
+    if (!in_place_allowed_ || ctx_.cma_refused || !shape_.direct_allowed || shape_.one_receiver ||
+        (!shape_.personalized && size_ > 2) || least == 0 || longest < least) {
+      return false;
+    }
+    bool contiguous = true;
+    for_each_outgoing([&](const Block& block, std::uint32_t) {
+      contiguous = contiguous && (block.bytes() == 0 || block.type->is_contiguous());
+    });
+    return contiguous;
+  }
+
+  // in_process: block `in` from `source`, whose note is at `region`, read out of its memory (a
+  // receive layout with gaps through a staging buffer on the stack).
+  void receive_from_process(std::uint32_t source, const Block& in, const std::byte* region) {
+    shm::ProcessNote note;
+    std::memcpy(&note, region, sizeof note);
+    if (note.bytes < in.bytes()) {
+      fail(Errc::invalid_argument, "rank ", me_, ": rank ", source, " sent a block of ", note.bytes,
+           " bytes, shorter than the ", in.bytes(), " bytes this rank expects (mismatched counts)");
+    }
+    const pid_t pid = rounds_.segment().profile(source).pid.load(std::memory_order_relaxed);
+    bool read = true;
+    if (in.type->is_contiguous()) {
+      read = shm::read_process_memory(pid, note, 0, in.base + in.type->lb(), in.bytes());
+    } else {
+      std::byte staging[16384];
+      for (std::size_t at = 0; read && at < in.bytes(); at += sizeof staging) {
+        const std::size_t n = std::min(sizeof staging, in.bytes() - at);
+        read = shm::read_process_memory(pid, note, at, staging, n);
+        if (read) in.type->unpack_range(staging, in.count, at, n, in.base);
+      }
+    }
+    if (!read) missed_ |= kMissedProcess;  // the block comes again, through the slots
   }
 
   // in_pages: the note for `block` and the bytes of it outside the shared pages, into `region`.
@@ -221,7 +287,7 @@ class Exchange {
     const bool shared = note.tail_from > note.head;
     const std::byte* pages = shared ? map_shared_buffer(ctx_, source, note) : nullptr;
     if (shared && !pages) {
-      reached_ = false;  // the block comes again, through the slots
+      missed_ |= kMissedPages;  // the block comes again, through the slots
       return;
     }
     unpack_shared(in, note, pages, region + sizeof note);
@@ -249,6 +315,10 @@ class Exchange {
         std::memcpy(slot + region * geometry_.slot_region, &offset, sizeof offset);
       } else if (mode_ == in_pages) {
         post_pages_note(block, slot + region * geometry_.slot_region);
+      } else if (mode_ == in_process) {
+        const shm::ProcessNote note =
+            shm::process_note(block.base + block.type->lb(), block.bytes());
+        std::memcpy(slot + region * geometry_.slot_region, &note, sizeof note);
       } else {
         pack_into_slot(block, 0, geometry_.slot_region, slot + region * geometry_.slot_region);
       }
@@ -323,6 +393,9 @@ class Exchange {
       } else if (theirs.mode == in_pages) {
         receive_from_pages(source, in, in_slot);
         ctx_.direct_from[source] = 1;
+      } else if (theirs.mode == in_process) {
+        receive_from_process(source, in, in_slot);
+        ctx_.direct_from[source] = 1;
       } else {
         in.type->unpack_range(in_slot, in.count, 0, geometry_.slot_region, in.base);
       }
@@ -362,9 +435,9 @@ class Exchange {
     }
   }
 
-  const bool pages_allowed_;
-  bool reached_ = true;               // every sender's shared pages I had to read, I could
-  bool sender_shares_pages_ = false;  // a sender whose header I read sends from shared pages
+  const bool in_place_allowed_;
+  unsigned missed_ = kMissedNothing;   // what I could not read in place (Missed bits)
+  bool sender_read_in_place_ = false;  // a sender whose header I read is read in place
   Context& ctx_;
   shm::Rounds& rounds_;
   const ExchangeSpec& spec_;

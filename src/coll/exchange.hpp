@@ -13,7 +13,10 @@
 //   - a sender whose blocks lie in its heap (Team::allocate) and are long enough posts their
 //     offsets instead, receivers copy them straight out (one copy, not two) and then release
 //     them; the sender returns once every rank has released. A sender whose ordinary buffer has
-//     shared pages (shm/shared_pages.hpp) does the same with a note per block naming its memfd.
+//     shared pages (shm/shared_pages.hpp) does the same with a note per block naming its memfd,
+//     and one whose contiguous blocks reach SHMCOLL_CMA_MIN with a note per block naming where
+//     it is in its memory, which receivers read with the kernel's cross-memory copy
+//     (shm/process_memory.hpp).
 // Round counts must agree on every rank. Where every rank knows every block length from its own
 // arguments (regular layouts, allgatherv) each computes them; in rooted v forms the root knows
 // them all and the others read its count; in alltoallv/w each reads every rank's count.

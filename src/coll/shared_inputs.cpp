@@ -164,15 +164,19 @@ std::byte* map_shared_buffer_to_write(Context& ctx, std::uint32_t rank, const Bu
   return map_peer_buffer(ctx, rank, note, shm::map_peer_pages_to_write);
 }
 
-bool every_rank_reached(Context& ctx, std::uint32_t round, bool reached) {
+unsigned what_any_rank_missed(Context& ctx, std::uint32_t round, unsigned missed) {
   shm::Rounds& rounds = ctx.rounds;
-  const char mine = reached ? 1 : 0;
+  const auto mine = static_cast<unsigned char>(missed);
   rounds.publish_message(round, &mine, sizeof mine);
-  bool all = reached;
   for (std::uint32_t peer = 0; peer < rounds.size(); ++peer) {
-    if (peer != rounds.rank()) all &= *rounds.wait_message(peer, round) != std::byte{0};
+    if (peer != rounds.rank())
+      missed |= std::to_integer<unsigned>(*rounds.wait_message(peer, round));
   }
-  return all;
+  return missed;
+}
+
+bool every_rank_reached(Context& ctx, std::uint32_t round, bool reached) {
+  return what_any_rank_missed(ctx, round, reached ? kMissedNothing : kMissedPages) == 0;
 }
 
 namespace {

@@ -82,6 +82,10 @@ std::byte* map_shared_buffer_to_write(Context& ctx, std::uint32_t rank, const Bu
 // True when all did. Otherwise every rank goes on through the slots, where nobody's memory is
 // mapped (the buffers written so far are written again), and the team stays usable.
 bool every_rank_reached(Context& ctx, std::uint32_t round, bool reached);
+// What a rank could not reach in a call that read peers' memory where it is.
+enum Missed : unsigned char { kMissedNothing = 0, kMissedPages = 1, kMissedProcess = 2 };
+// every_rank_reached, saying what was missed: the union of every rank's `missed` (Missed bits).
+unsigned what_any_rank_missed(Context& ctx, std::uint32_t round, unsigned missed);
 inline const std::byte* locate(const BufferNote& note, const std::byte* pages,
                                const std::byte* slot, std::size_t at) {
   if (at < note.head) return slot + at;

@@ -33,6 +33,11 @@ constexpr TunableInfo kTunables[] = {
      "more onto shared memory on its second call, in place: faster large calls, but the "
      "program's mappings change (locks, huge pages, NUMA policies, device registrations, mremap "
      "growth and fork are not kept as they were: docs/limits.md)"},
+    {"SHMCOLL_CMA_MIN", "262144",
+     "smallest block of scatter, alltoall and 2-rank allgather (and their v/w forms) that "
+     "receivers copy straight out of the sender's buffer with the kernel's cross-memory copy "
+     "(process_vm_readv), one copy instead of two; where a rank cannot (ptrace permission), the "
+     "team goes back to the slots for good; 0: never"},
     {"SHMCOLL_TREE_MAX", "16384",
      "largest payload the tree algorithms take where the cost model says the tree pays; beyond "
      "it the sliced algorithms share the bandwidth among all ranks"},
@@ -207,6 +212,7 @@ Tunables Tunables::from_env() {
   team.share_pages_min =
       static_cast<std::uint64_t>(env_number("SHMCOLL_SHARE_PAGES_MIN", 256 << 10));
   team.move_pages = env_flag("SHMCOLL_MOVE_PAGES", false);
+  team.cma_min = static_cast<std::uint64_t>(env_number("SHMCOLL_CMA_MIN", 256 << 10));
   team.tree_max = static_cast<std::uint64_t>(env_number("SHMCOLL_TREE_MAX", 16 << 10));
   team.allreduce_small_max =
       static_cast<std::uint64_t>(env_number("SHMCOLL_ALLREDUCE_SMALL_MAX", 16 << 10));
@@ -266,6 +272,7 @@ std::vector<std::string> TeamTunables::differences(const TeamTunables& theirs,
   compare("SHMCOLL_DIRECT_MIN", number(direct_min), number(theirs.direct_min));
   compare("SHMCOLL_SHARE_PAGES_MIN", number(share_pages_min), number(theirs.share_pages_min));
   compare("SHMCOLL_MOVE_PAGES", number(move_pages), number(theirs.move_pages));
+  compare("SHMCOLL_CMA_MIN", number(cma_min), number(theirs.cma_min));
   compare("SHMCOLL_TREE_MAX", number(tree_max), number(theirs.tree_max));
   compare("SHMCOLL_ALLREDUCE_SMALL_MAX", number(allreduce_small_max),
           number(theirs.allreduce_small_max));

@@ -16,10 +16,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <mutex>
-#include <sstream>
+#include <string>
 #include <vector>
+
+#include "shm/mappings.hpp"
 
 namespace shmcoll::shm {
 
@@ -27,9 +28,6 @@ namespace {
 
 constexpr std::uintptr_t kPage = 4096;
 constexpr char kMemfdName[] = "shmcoll-pages";
-// The mark of moved pages (see the header): MPOL_LOCAL places pages as the default policy does,
-// and every page is allocated at the move anyway.
-constexpr int kMark = MPOL_LOCAL;
 constexpr unsigned kUsesToPay = 8;              // uses of moved pages that make their move worth it
 constexpr std::size_t kMostRegistrations = 16;  // then the least recently used is forgotten
 constexpr std::size_t kMostPeerMappings = 32;   // then the least recently used is unmapped
@@ -47,131 +45,8 @@ std::byte* pointer(std::uintptr_t a) {
   return reinterpret_cast<std::byte*>(a);
 }
 
-int policy_at(std::uintptr_t page) {
-  int mode = -1;
-  if (get_mempolicy(&mode, nullptr, 0, pointer(page), MPOL_F_ADDR) != 0) return -1;
-  return mode;
-}
-
-// One line of /proc/self/maps.
-struct Mapping {
-  std::uintptr_t begin = 0, end = 0;
-  char perms[5] = {};
-  std::uint64_t inode = 0;
-  const char* path = "";  // valid during the callback only
-};
-
-// Calls fn(mapping) for each line of /proc/self/maps until it returns false. Reads with a stack
-// buffer and no allocation: it also runs in a forked child (fork_child).
-template <typename Fn>
-bool for_each_mapping(Fn&& fn) {
-  const int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  char buffer[8192];
-  std::size_t held = 0;
-  bool more = true;
-  while (more) {
-    const ssize_t got = read(fd, buffer + held, sizeof buffer - 1 - held);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;
-    held += static_cast<std::size_t>(got);
-    buffer[held] = '\0';
-    char* line = buffer;
-    while (char* newline = static_cast<char*>(std::memchr(line, '\n', held - (line - buffer)))) {
-      *newline = '\0';
-      Mapping m;
-      unsigned long begin = 0, end = 0, inode = 0;
-      int path_at = 0;
-      if (std::sscanf(line, "%lx-%lx %4s %*x %*x:%*x %lu %n", &begin, &end, m.perms, &inode,
-                      &path_at) >= 4) {
-        m.begin = begin;
-        m.end = end;
-        m.inode = inode;
-        m.path = path_at > 0 ? line + path_at : "";
-        if (!fn(m)) {
-          more = false;
-          break;
-        }
-      }
-      line = newline + 1;
-    }
-    held -= static_cast<std::size_t>(line - buffer);
-    std::memmove(buffer, line, held);
-  }
-  close(fd);
-  return true;
-}
-
-// vm.overcommit_memory=2: the kernel refuses to commit more than it can back.
-bool strict_overcommit() {
-  static const bool strict = [] {
-    const int fd = open("/proc/sys/vm/overcommit_memory", O_RDONLY | O_CLOEXEC);
-    char mode = '0';
-    if (fd >= 0) {
-      if (read(fd, &mode, 1) != 1) mode = '0';
-      close(fd);
-    }
-    return mode == '2';
-  }();
-  return strict;
-}
-
 bool is_moved_page_mapping(const Mapping& m) {
   return std::strstr(m.path, kMemfdName) != nullptr;
-}
-
-// Whether [begin, end) is all private anonymous read-write memory (the heap counts; the stack
-// and anything named does not) or pages moved before.
-bool private_anonymous(std::uintptr_t begin, std::uintptr_t end) {
-  std::uintptr_t covered = begin;
-  bool ok = true;
-  for_each_mapping([&](const Mapping& m) {
-    if (m.end <= covered) return true;
-    const bool anonymous = std::strcmp(m.perms, "rw-p") == 0 && m.inode == 0 &&
-                           (m.path[0] == '\0' || std::strcmp(m.path, "[heap]") == 0);
-    const bool moved = std::strcmp(m.perms, "rw-s") == 0 && is_moved_page_mapping(m);
-    if (m.begin > covered || !(anonymous || moved)) {
-      ok = false;
-      return false;
-    }
-    covered = m.end;
-    return covered < end;
-  });
-  return ok && covered >= end;
-}
-
-// Whether the mappings over [begin, end) hold nothing a move would drop (docs/limits.md): a lock,
-// huge pages or the advice for them, DONTFORK, WIPEONFORK, DONTDUMP, userfaultfd, KSM merging,
-// a protection key. Read from /proc/self/smaps (only on a move, which costs far more).
-bool keeps_nothing_a_move_drops(std::uintptr_t begin, std::uintptr_t end) {
-  static constexpr const char* kDropped[] = {"lo", "hg", "dc", "wf", "dd", "um", "uw", "ui", "mg"};
-  std::ifstream smaps("/proc/self/smaps");
-  std::string line;
-  bool inside = false;
-  while (std::getline(smaps, line)) {
-    unsigned long from = 0, to = 0;
-    if (std::sscanf(line.c_str(), "%lx-%lx ", &from, &to) == 2 && line.find(':') > line.find(' ')) {
-      if (from >= end) break;
-      inside = to > begin;
-      continue;
-    }
-    if (!inside) continue;
-    unsigned long value = 0;
-    if ((std::sscanf(line.c_str(), "AnonHugePages: %lu", &value) == 1 ||
-         std::sscanf(line.c_str(), "ProtectionKey: %lu", &value) == 1) &&
-        value != 0) {
-      return false;
-    }
-    if (line.rfind("VmFlags:", 0) == 0) {
-      std::istringstream flags(line.substr(8));
-      for (std::string flag; flags >> flag;) {
-        if (std::find(std::begin(kDropped), std::end(kDropped), flag) != std::end(kDropped)) {
-          return false;
-        }
-      }
-    }
-  }
-  return true;
 }
 
 // Replaces the pages [begin, end) by private ones: copies of their contents (keep_contents) or
@@ -193,23 +68,6 @@ bool make_private(std::uintptr_t begin, std::uintptr_t end, int prot, bool keep_
   }
   if (prot != (PROT_READ | PROT_WRITE)) mprotect(copy, bytes, prot);
   return mremap(copy, bytes, bytes, MREMAP_MAYMOVE | MREMAP_FIXED, pointer(begin)) != MAP_FAILED;
-}
-
-// Whether [begin, end) overlaps the calling thread's stack (the main thread's is also refused by
-// name in the maps; other threads' stacks look like any anonymous memory).
-bool on_my_stack(std::uintptr_t begin, std::uintptr_t end) {
-  pthread_attr_t attributes;
-  if (pthread_getattr_np(pthread_self(), &attributes) != 0) return true;
-  void* stack = nullptr;
-  std::size_t bytes = 0;
-  const int got = pthread_attr_getstack(&attributes, &stack, &bytes);
-  pthread_attr_destroy(&attributes);
-  return got != 0 || (begin < address(stack) + bytes && end > address(stack));
-}
-
-int prot_of(const Mapping& m) {
-  return (m.perms[0] == 'r' ? PROT_READ : 0) | (m.perms[1] == 'w' ? PROT_WRITE : 0) |
-         (m.perms[2] == 'x' ? PROT_EXEC : 0);
 }
 
 struct Registration {
@@ -247,8 +105,7 @@ class Registry {
       if (end <= address(r.pages.begin) || begin >= r.end()) continue;
       // Allocated memory is the library's until the program frees it through the library; only
       // moved pages can go stale under the program's own calls.
-      if (!r.allocated &&
-          (policy_at(address(r.pages.begin)) != kMark || policy_at(r.end() - kPage) != kMark)) {
+      if (!r.allocated && !pages_present_and_shared(address(r.pages.begin), r.end())) {
         // Unmapped or replaced since: whatever is left of it stays shared, harmlessly. A buffer
         // allocated and freed around every few calls would pay the move again and again: after
         // twice, it stays with the copy path.
@@ -440,10 +297,9 @@ class Registry {
     // Peers open the memfd through /proc/<pid>/fd, which a non-dumpable process forbids.
     if (prctl(PR_GET_DUMPABLE) != 1) return {};
     for (const std::uintptr_t page : {begin, end - kPage}) {
-      const int policy = policy_at(page);
-      if (policy != MPOL_DEFAULT && policy != kMark) return {};
+      if (policy_at(page) != MPOL_DEFAULT) return {};
     }
-    if (on_my_stack(begin, end) || !private_anonymous(begin, end) ||
+    if (on_my_stack(begin, end) || !private_anonymous(begin, end, kMemfdName) ||
         !keeps_nothing_a_move_drops(begin, end)) {
       return {};
     }
@@ -454,11 +310,6 @@ class Registry {
       return std::nullopt;
     };
     if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) return give_up();
-    void* view = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (view == MAP_FAILED) return give_up();
-    const long marked = mbind(view, bytes, kMark, nullptr, 0, 0);
-    munmap(view, bytes);
-    if (marked != 0) return give_up();
     for (std::size_t done = 0; done < bytes;) {  // allocates the pages: no SIGBUS later
       const ssize_t wrote = pwrite(fd, pointer(begin + done), bytes - done, off_t(done));
       if (wrote < 0 && errno == EINTR) continue;
@@ -467,8 +318,9 @@ class Registry {
     }
     struct stat about {};
     if (fstat(fd, &about) != 0) return give_up();
-    if (mmap(pointer(begin), bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) ==
-        MAP_FAILED) {
+    // Populated: every page present, as pages_present_and_shared expects of moved pages.
+    if (mmap(pointer(begin), bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED | MAP_POPULATE,
+             fd, 0) == MAP_FAILED) {
       return give_up();  // the old pages may be gone; the program will fault, not read wrong data
     }
     forget_the_oldest_if_full();

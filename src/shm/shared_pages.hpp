@@ -11,10 +11,12 @@
 //   - only whole pages inside the buffer move (never the stack, file mappings, memory already
 //     shared or with a NUMA policy of the program's), and only while the caller guarantees
 //     that nobody writes them: a send buffer during its collective;
-//   - the moved pages carry a NUMA policy (MPOL_LOCAL, which places pages as the default does)
-//     that no fresh mapping has: before every use both end pages are checked, so pages the
-//     program unmapped, remapped, trimmed off its heap or replaced are found stale whatever
-//     call did it (glibc's free calls munmap internally, where no hook reaches);
+//   - moved pages are mapped populated, so every one of them is a present page of shared memory
+//     (/proc/self/pagemap) until the program unmaps, remaps, trims off its heap or replaces any
+//     of them, whatever call did it (glibc's free calls munmap internally, where no hook
+//     reaches): before every use every page is checked, and a registration with a private page
+//     in its range is stale (as one whose page the kernel swapped out: harmlessly, it is moved
+//     again or takes the copy path);
 //   - madvise that discards pages (MADV_DONTNEED, MADV_FREE, MADV_REMOVE) is intercepted: on
 //     moved pages it maps fresh zero pages, as on private memory, rather than keep the contents;
 //   - a forked child gets private copies of every moved page before fork returns in it.

@@ -1,0 +1,151 @@
+// One copy out of a sender's own memory with the kernel's cross-memory copy
+// (shm/process_memory.hpp, the exchange engine's in_process mode): a note is honoured only by the
+// process that wrote it, the data-movement collectives give what the inputs say with every block
+// read that way, and a rank the kernel refuses (as Docker's default seccomp profile refuses
+// process_vm_readv) sends the call back through the slots, on every rank, for good, while the team
+// goes on.
+#include "shm/process_memory.hpp"
+
+#include <gtest/gtest.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "shmcoll/shmcoll.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+using shmcoll::shm::process_note;
+using shmcoll::shm::ProcessNote;
+using shmcoll::shm::read_process_memory;
+using shmcoll::testing::ScopedEnv;
+
+struct Posted {
+  ProcessNote note;
+  std::atomic<int> stage;  // 1: posted; 2: read, the child may go
+  std::byte data[8192];    // what the child wrote
+};
+
+TEST(ProcessMemory, ANoteIsHonouredOnlyByTheProcessThatWroteIt) {
+  auto* posted = shmcoll::testing::shared_block<Posted>();
+  const ProcessNote mine = process_note(posted->data, 1);  // the parent draws its token first
+  const pid_t child = fork();
+  if (child == 0) {
+    std::vector<std::byte> block(sizeof posted->data);
+    for (std::size_t i = 0; i < block.size(); ++i) block[i] = std::byte(i * 7 + 3);
+    std::memcpy(posted->data, block.data(), block.size());
+    posted->note = process_note(block.data(), block.size());
+    posted->stage = 1;
+    while (posted->stage.load() != 2) usleep(100);
+    _exit(0);
+  }
+  while (posted->stage.load() != 1) usleep(100);
+  const ProcessNote note = posted->note;
+  EXPECT_NE(note.token, mine.token) << "a forked child kept its parent's token";
+  std::vector<std::byte> got(note.bytes);
+  EXPECT_TRUE(read_process_memory(child, note, 0, got.data(), got.size()));
+  EXPECT_EQ(std::memcmp(got.data(), posted->data, got.size()), 0);
+  EXPECT_TRUE(read_process_memory(child, note, 100, got.data(), 50));
+  EXPECT_EQ(std::memcmp(got.data(), posted->data + 100, 50), 0);
+  // Another process at that pid (as in another pid namespace): here, this one.
+  EXPECT_FALSE(read_process_memory(getpid(), note, 0, got.data(), got.size()));
+  ProcessNote forged = note;
+  forged.token ^= 2;
+  EXPECT_FALSE(read_process_memory(child, forged, 0, got.data(), got.size()));
+  EXPECT_FALSE(read_process_memory(child, note, 1, got.data(), got.size())) << "past the block";
+  posted->stage = 2;
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_FALSE(read_process_memory(child, note, 0, got.data(), got.size())) << "after its exit";
+}
+
+// Makes process_vm_readv fail with EPERM in this process from now on.
+void refuse_cross_memory_reads() {
+  sock_filter filter[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_readv, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  sock_fprog program{static_cast<unsigned short>(std::size(filter)), filter};
+  ASSERT_EQ(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+  ASSERT_EQ(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program), 0);
+}
+
+struct Failures {
+  std::atomic<int> count;
+};
+
+// Every block of scatter, allgather and alltoall (and a column-typed receive, read through the
+// staging buffer) read out of the sender's memory; then rank 1 is refused the reads, and every
+// call still delivers, on and on.
+TEST(ProcessMemory, CollectivesReadSendersMemoryAndFallBackWhereTheKernelRefuses) {
+  ScopedEnv cma("SHMCOLL_CMA_MIN", "65536");
+  ScopedEnv slot("SHMCOLL_SLOT_BYTES", "262144");  // 3 ranks' blocks take rounds in the slots
+  auto* failures = shmcoll::testing::shared_block<Failures>();
+  shmcoll::run(3, {}, [&](shmcoll::Team& team) {
+    using shmcoll::Dtype;
+    const int me = team.rank(), size = team.size();
+    constexpr std::size_t kBlock = 256 << 10, kWords = kBlock / 8;
+    std::vector<std::uint64_t> send(size * kWords), recv(size * kWords);
+    const auto value = [](int from, int to, std::size_t i, int call) {
+      return std::uint64_t(from) << 48 | std::uint64_t(to) << 40 | std::uint64_t(call) << 32 | i;
+    };
+    const auto expect = [&](bool good, const std::string& what) {
+      if (!good) failures->count.fetch_add(1);
+      EXPECT_TRUE(good) << "rank " << me << ": " << what;
+    };
+    const shmcoll::Datatype bytes(Dtype::u8);
+    for (int call = 0; call < 6; ++call) {
+      if (call == 3 && me == 1) refuse_cross_memory_reads();
+      const std::string when = " (call " + std::to_string(call) + ")";
+      for (int to = 0; to < size; ++to) {
+        for (std::size_t i = 0; i < kWords; ++i) send[to * kWords + i] = value(me, to, i, call);
+      }
+      team.alltoall(send.data(), kBlock, bytes, recv.data(), kBlock, bytes);
+      bool good = true;
+      for (int from = 0; from < size; ++from) {
+        for (std::size_t i = 0; i < kWords; ++i)
+          good &= recv[from * kWords + i] == value(from, me, i, call);
+      }
+      expect(good, "alltoall" + when);
+      team.allgather(send.data(), kBlock, bytes, recv.data(), kBlock, bytes);
+      good = true;
+      for (int from = 0; from < size; ++from) {
+        for (std::size_t i = 0; i < kWords; ++i)
+          good &= recv[from * kWords + i] == value(from, 0, i, call);
+      }
+      expect(good, "allgather" + when);
+      team.scatter(send.data(), kBlock, bytes, recv.data(), kBlock, bytes, 2);
+      good = true;
+      for (std::size_t i = 0; i < kWords; ++i) good &= recv[i] == value(2, me, i, call);
+      expect(good, "scatter" + when);
+      // Rank 0's blocks as every other word of the receivers' buffers.
+      const shmcoll::Datatype every_other =
+          shmcoll::Datatype::vector(kWords, 1, 2, shmcoll::Datatype(Dtype::u64));
+      std::fill(recv.begin(), recv.end(), 0);
+      team.scatter(send.data(), kWords, shmcoll::Datatype(Dtype::u64), recv.data(), 1, every_other,
+                   0);
+      good = true;
+      for (std::size_t i = 0; i < kWords; ++i) {
+        good &= recv[2 * i] == value(0, me, i, call) && recv[2 * i + 1] == 0;
+      }
+      expect(good, "scatter into a column" + when);
+    }
+  });
+  EXPECT_EQ(failures->count.load(), 0);
+}
+
+}  // namespace
