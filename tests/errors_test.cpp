@@ -186,6 +186,53 @@ TEST(Errors, AliasedOverlappingAndUnaddressableBuffersAreRejected) {
   EXPECT_EQ(failures->count, 0);
 }
 
+// A null buffer (MPI_BOTTOM) is the program's way to name variables by absolute address: taken
+// wherever the type's displacements are such addresses, one variable's as well as several
+// (issue 45), with send and receive variables interleaved in memory; rejected by name where the
+// type's data would start in the first page.
+TEST(Errors, NullBuffersWithAbsoluteAddressesAreTakenAndOthersRejected) {
+  auto* failures = shmcoll::testing::shared_block<Failures>();
+  shmcoll::run(3, {}, [&](shmcoll::Team& team) {
+    const int me = team.rank(), size = team.size();
+    const shmcoll::Datatype i32 = Dtype::i32;
+    const auto at = [](const void* variable) {
+      return static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(variable));
+    };
+    const auto variable_at = [&](const int* variable, std::int64_t count) {
+      const std::int64_t lengths[] = {count}, addresses[] = {at(variable)};
+      const shmcoll::Datatype types[] = {i32};
+      return shmcoll::Datatype::structure(lengths, addresses, types);
+    };
+    // Send and receive variables side by side, so the two sides' hulls cross.
+    std::vector<int> memory(4 * size * 8, -1);
+    std::vector<shmcoll::Datatype> send_types, recv_types;
+    for (int peer = 0; peer < size; ++peer) {
+      int* send = memory.data() + 16 * peer;
+      for (int i = 0; i < 8; ++i) send[i] = 100 * me + 10 * peer + i;
+      send_types.push_back(variable_at(send, 8));
+      recv_types.push_back(variable_at(send + 8, 8));
+    }
+    const std::vector<std::int64_t> ones(size, 1), zeros(size, 0);
+    int bad = 0;
+    team.alltoallw(nullptr, ones, zeros, send_types, nullptr, ones, zeros, recv_types);
+    for (int peer = 0; peer < size; ++peer) {
+      for (int i = 0; i < 8; ++i) {
+        if (memory[16 * peer + 8 + i] != 100 * peer + 10 * me + i) ++bad;
+      }
+    }
+    int value = me == 1 ? 42 : 0;
+    team.bcast(nullptr, 1, variable_at(&value, 1), 1);
+    if (value != 42) ++bad;
+    bad += expect_rejected([&] { team.bcast(nullptr, 4, i32, 0); },
+                           {"bcast", "buffer is null", "address 0"});
+    const shmcoll::Datatype column = shmcoll::Datatype::vector(2, 1, 4, i32);
+    bad += expect_rejected([&] { team.allgather(nullptr, 1, column, memory.data(), 1, column); },
+                           {"allgather", "sendbuf is null"});
+    if (bad != 0) __atomic_add_fetch(&failures->count, bad, __ATOMIC_RELAXED);
+  });
+  EXPECT_EQ(failures->count, 0);
+}
+
 TEST(Errors, AMovedFromTeamRefusesEveryCall) {
   auto* failures = shmcoll::testing::shared_block<Failures>();
   shmcoll::run(2, {}, [&](shmcoll::Team& team) {

@@ -53,6 +53,48 @@ inline DataSpan data_span(const coll::Layout& layout, std::uint32_t ranks) {
   return hull;
 }
 
+// The hull of one side of a call: one block, or a layout of `ranks` blocks.
+inline DataSpan hull_of(const coll::Block& block, std::uint32_t) {
+  return data_span(block);
+}
+inline DataSpan hull_of(const coll::Layout& layout, std::uint32_t ranks) {
+  return data_span(layout, ranks);
+}
+
+// Appends the blocks' spans of one side, `side` in their rank field.
+inline void add_spans(const coll::Block& block, std::uint32_t, std::uint32_t side,
+                      std::vector<DataSpan>& spans) {
+  if (DataSpan span = data_span(block); !span.empty())
+    spans.push_back({span.first, span.end, side});
+}
+inline void add_spans(const coll::Layout& layout, std::uint32_t ranks, std::uint32_t side,
+                      std::vector<DataSpan>& spans) {
+  for (std::uint32_t rank = 0; rank < ranks; ++rank) add_spans(layout.block(rank), 0, side, spans);
+}
+
+// Whether a call's send and receive sides (each a block or a layout of `ranks` blocks) share an
+// address: their hulls first, then, where those meet (as variables named from MPI_BOTTOM, which
+// lie anywhere in memory, do), block by block. `spans` is scratch space with room for 2 * ranks
+// entries (reserved once).
+template <typename Send, typename Recv>
+bool sides_overlap(const Send& send, const Recv& recv, std::uint32_t ranks,
+                   std::vector<DataSpan>& spans) {
+  if (!hull_of(send, ranks).overlaps(hull_of(recv, ranks))) return false;
+  spans.clear();
+  add_spans(send, ranks, 0, spans);
+  add_spans(recv, ranks, 1, spans);
+  std::sort(spans.begin(), spans.end(),
+            [](const DataSpan& a, const DataSpan& b) { return a.first < b.first; });
+  // In order of their first byte, a span meets an earlier one of the other side exactly when it
+  // starts before the furthest end among those.
+  std::int64_t furthest_end[2] = {INT64_MIN, INT64_MIN};
+  for (const DataSpan& span : spans) {
+    if (span.first < furthest_end[1 - span.rank]) return true;
+    furthest_end[span.rank] = std::max(furthest_end[span.rank], span.end);
+  }
+  return false;
+}
+
 // Two blocks of a layout of `ranks` blocks that overlap, if any. Looked for only where every
 // block's type is contiguous, so a span is exactly the bytes written. `spans` is scratch space
 // with room for `ranks` entries (reserved once, so nothing is allocated here).

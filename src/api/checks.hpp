@@ -133,13 +133,18 @@ inline std::size_t checked_bytes(const Call& call, const char* name, std::int64_
   return static_cast<std::size_t>(count) * type.size();
 }
 
-// A typed buffer: null is allowed only with a non-contiguous derived type (MPI_BOTTOM with
-// absolute displacements); in_place only where the caller has already handled it.
+// The lowest address a buffer's data can have: no mapping starts in the first page.
+inline constexpr std::int64_t kLowestDataAddress = 4096;
+
+// A typed buffer: null (MPI_BOTTOM) is allowed where the type's displacements are absolute
+// addresses, as its true lower bound tells (a struct of one variable's address is as
+// contiguous as any type); in_place only where the caller has already handled it.
 inline void check_typed_buffer(const Call& call, const char* name, const void* buffer,
                                std::size_t bytes, const Datatype& type) {
   if (buffer == in_place) reject(call, name, " is in_place, which is not allowed here");
-  if (bytes > 0 && buffer == nullptr && type.is_contiguous()) {
-    reject(call, name, " is null with ", bytes, " bytes to move");
+  if (bytes > 0 && buffer == nullptr && type.true_lb() < kLowestDataAddress) {
+    reject(call, name, " is null with ", bytes, " bytes to move at address ", type.true_lb(),
+           " (the type's displacements are not absolute addresses)");
   }
 }
 

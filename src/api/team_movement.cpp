@@ -45,6 +45,14 @@ void check_receive_blocks(const Call& call, const coll::Layout& recv, TeamState&
   }
 }
 
+// Send and receive sides (blocks or layouts) without a byte in common, unless in place.
+template <typename Send, typename Recv>
+void check_apart(const Call& call, const Send& send, const Recv& recv, TeamState& state) {
+  if (sides_overlap(send, recv, state.rounds.size(), state.block_spans)) {
+    reject(call, "sendbuf and recvbuf overlap; pass shmcoll::in_place as sendbuf instead");
+  }
+}
+
 // Where the standard makes a rank's side of the call insignificant.
 const Datatype kByte{Dtype::byte};
 const coll::Layout kNoLayout = coll::Layout::regular(nullptr, 0, kByte);
@@ -68,7 +76,7 @@ void Team::bcast(void* buffer, std::int64_t count, const Datatype& type, int roo
   check_root(call, root);
   if (type.is_contiguous()) {  // every predefined type: no layout to check or walk
     const std::size_t bytes = checked_bytes(call, "count", count, type);
-    check_buffer(call, "buffer", buffer, bytes);
+    check_typed_buffer(call, "buffer", buffer, bytes, type);
     return run_contiguous_bcast(*state_, address_plus(buffer, type.lb()), bytes, root);
   }
   const coll::Block data = checked_block(call, "buffer", buffer, "count", count, type);
@@ -88,7 +96,7 @@ void Team::scatter(const void* sendbuf, std::int64_t sendcount, const Datatype& 
               : kNoLayout;
   const std::uint64_t block_bytes =
       at_root ? bytes_of(sendcount, sendtype) : bytes_of(recvcount, recvtype);
-  if (at_root) check_not_aliased(call, data_span(send, size()), data_span(recv));
+  if (at_root) check_apart(call, send, recv, *state_);
   run_call(*state_, {Collective::scatter, root, {}, {}, block_bytes},
            [&] { coll::scatter(state_->context, send, recv, root, false); });
 }
@@ -104,7 +112,7 @@ void Team::scatterv(const void* sendbuf, std::span<const std::int64_t> sendcount
   const coll::Layout send = at_root ? checked_v(call, "sendbuf", sendbuf, "sendcounts", sendcounts,
                                                 "displs", displs, sendtype)
                                     : kNoLayout;
-  if (at_root) check_not_aliased(call, data_span(send, size()), data_span(recv));
+  if (at_root) check_apart(call, send, recv, *state_);
   run_call(*state_, {Collective::scatterv, root},
            [&] { coll::scatter(state_->context, send, recv, root, true); });
 }
@@ -121,7 +129,7 @@ void Team::gather(const void* sendbuf, std::int64_t sendcount, const Datatype& s
               : kNoLayout;
   const std::uint64_t block_bytes =
       at_root ? bytes_of(recvcount, recvtype) : bytes_of(sendcount, sendtype);
-  if (at_root) check_not_aliased(call, data_span(send), data_span(recv, size()));
+  if (at_root) check_apart(call, send, recv, *state_);
   run_call(*state_, {Collective::gather, root, {}, {}, block_bytes},
            [&] { coll::gather(state_->context, send, recv, root, false); });
 }
@@ -138,7 +146,7 @@ void Team::gatherv(const void* sendbuf, std::int64_t sendcount, const Datatype& 
                                                 "displs", displs, recvtype)
                                     : kNoLayout;
   if (at_root) {
-    check_not_aliased(call, data_span(send), data_span(recv, size()));
+    check_apart(call, send, recv, *state_);
     check_receive_blocks(call, recv, *state_);
   }
   run_call(*state_, {Collective::gatherv, root},
@@ -156,7 +164,7 @@ void Team::allgather(const void* sendbuf, std::int64_t sendcount, const Datatype
       checked_regular(call, "recvbuf", recvbuf, "recvcount", recvcount, recvtype);
   const std::uint64_t block_bytes =
       in_place_send ? bytes_of(recvcount, recvtype) : bytes_of(sendcount, sendtype);
-  check_not_aliased(call, data_span(send), data_span(recv, size()));  // send is empty in place
+  check_apart(call, send, recv, *state_);  // send is empty in place
   run_call(*state_, {Collective::allgather, {}, {}, {}, block_bytes},
            [&] { coll::allgather(state_->context, send, recv, in_place_send); });
 }
@@ -171,7 +179,7 @@ void Team::allgatherv(const void* sendbuf, std::int64_t sendcount, const Datatyp
                     : checked_block(call, "sendbuf", sendbuf, "sendcount", sendcount, sendtype);
   const coll::Layout recv =
       checked_v(call, "recvbuf", recvbuf, "recvcounts", recvcounts, "displs", displs, recvtype);
-  check_not_aliased(call, data_span(send), data_span(recv, size()));
+  check_apart(call, send, recv, *state_);
   check_receive_blocks(call, recv, *state_);
   run_call(*state_,
            {Collective::allgatherv, {}, {}, {}, coll::hash_counts(recvcounts, recvtype.size())},
@@ -189,7 +197,7 @@ void Team::alltoall(const void* sendbuf, std::int64_t sendcount, const Datatype&
                     : checked_regular(call, "sendbuf", sendbuf, "sendcount", sendcount, sendtype);
   const std::uint64_t block_bytes =
       in_place_send ? bytes_of(recvcount, recvtype) : bytes_of(sendcount, sendtype);
-  if (!in_place_send) check_not_aliased(call, data_span(send, size()), data_span(recv, size()));
+  if (!in_place_send) check_apart(call, send, recv, *state_);
   run_call(*state_, {Collective::alltoall, {}, {}, {}, block_bytes},
            [&] { coll::alltoall(state_->context, send, recv, in_place_send, false); });
 }
@@ -205,7 +213,7 @@ void Team::alltoallv(const void* sendbuf, std::span<const std::int64_t> sendcoun
   const coll::Layout send = in_place_send ? recv
                                           : checked_v(call, "sendbuf", sendbuf, "sendcounts",
                                                       sendcounts, "sdispls", sdispls, sendtype);
-  if (!in_place_send) check_not_aliased(call, data_span(send, size()), data_span(recv, size()));
+  if (!in_place_send) check_apart(call, send, recv, *state_);
   check_receive_blocks(call, recv, *state_);
   run_call(*state_, {Collective::alltoallv},
            [&] { coll::alltoall(state_->context, send, recv, in_place_send, true); });
@@ -228,7 +236,7 @@ void Team::alltoallw(const void* sendbuf, std::span<const std::int64_t> sendcoun
   }
   const coll::Layout send =
       in_place_send ? recv : coll::Layout::w(sendbuf, sendcounts, sdispls, sendtypes);
-  if (!in_place_send) check_not_aliased(call, data_span(send, size()), data_span(recv, size()));
+  if (!in_place_send) check_apart(call, send, recv, *state_);
   check_receive_blocks(call, recv, *state_);
   run_call(*state_, {Collective::alltoallw},
            [&] { coll::alltoall(state_->context, send, recv, in_place_send, true); });

@@ -64,7 +64,7 @@ struct TeamState {
         tree(join_and_build_tree(rounds, setup.location, tunables, ranks_share_cpus)),
         context(rounds, tunables.team, tree, ranks_share_cpus),
         equal_counts(rounds.size()),
-        block_spans(rounds.size()),
+        block_spans(2 * rounds.size()),
         heap(rounds.segment().heap(rank), rounds.segment().layout().heap_bytes),
         location(setup.location) {}
   coll::Tunables tunables;
@@ -73,7 +73,7 @@ struct TeamState {
   topo::Tree tree;
   coll::Context context;
   std::vector<std::int64_t> equal_counts;  // reduce_scatter_block's counts, sized once
-  std::vector<DataSpan> block_spans;       // overlap checks' scratch, one per rank reserved once
+  std::vector<DataSpan> block_spans;       // overlap checks' scratch, two per rank reserved once
   shm::Heap heap;                          // Team::allocate's memory
   topo::Location location;                 // where this rank runs (its sub-teams' too)
   // Runs the nonblocking calls; made at the first. Last, so it finishes them before the rest goes.

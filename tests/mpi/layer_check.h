@@ -45,6 +45,9 @@ void check_mixed_type_maps(MPI_Comm comm);
 void check_fortran_types(MPI_Comm comm);
 // Reductions on one-byte types beyond the standard's table, and on what the MPIs refuse.
 void check_byte_types(MPI_Comm comm);
+// MPI_BOTTOM with struct types of absolute addresses in bcast, gather, allgather and alltoallw,
+// blocking and nonblocking.
+void check_bottom(MPI_Comm comm);
 // Alltoall, allgather, scatter, bcast and allreduce on MPI_Alloc_mem buffers, fresh each time.
 void check_alloc_mem(MPI_Comm comm);
 // Reduce_scatter(_block), scan and exscan, in place and not, with a non-commutative op.
