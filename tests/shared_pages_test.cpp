@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "shm/mappings.hpp"
 #include "shmcoll/shmcoll.hpp"
 #include "test_support.hpp"
 
@@ -361,6 +362,47 @@ TEST(SharedPages, AForkedChildGetsPrivateCopiesAndAPeerReadsTheSharedOnes) {
       << "1: contents lost at fork, 2: child still shares, 4: peer cannot map, 16: parent's "
          "write reached the child, 32: peer does not see the parent's writes";
   for (int fd : {to_child[0], to_child[1], to_parent[0], to_parent[1]}) close(fd);
+}
+
+// Issue 43 row 10: what a peer keeps mapped of others' pages (which keeps them alive after their
+// owner frees them) is bounded in bytes, not only in count: of four 96 MiB allocations mapped one
+// after the other, at most the last two (256 MiB) stay mapped. Sparse memfds: nothing is touched.
+TEST(SharedPages, APeerKeepsABoundedNumberOfBytesOfOthersPagesMapped) {
+  constexpr std::size_t kBytes = std::size_t{96} << 20;
+  std::vector<void*> allocations;
+  std::vector<SharedPages> pages;
+  for (int i = 0; i < 4; ++i) {
+    allocations.push_back(shmcoll::shm::allocate_shared_pages(kBytes));
+    ASSERT_NE(allocations.back(), nullptr);
+    const auto shared =
+        shared_pages_for(static_cast<std::byte*>(allocations.back()), kBytes, false);
+    ASSERT_TRUE(shared);
+    pages.push_back(*shared);
+  }
+  const pid_t parent = getpid();
+  const pid_t child = fork();
+  if (child == 0) {
+    std::string why;
+    for (const SharedPages& theirs : pages) {
+      if (!shmcoll::shm::map_peer_pages(parent, theirs, why)) _exit(100);
+    }
+    int still_mapped = 0;  // mappings of the parent's allocations other than the inherited ones
+    shmcoll::shm::for_each_mapping([&](const shmcoll::shm::Mapping& m) {
+      for (const SharedPages& theirs : pages) {
+        still_mapped +=
+            m.inode == theirs.inode && m.begin != reinterpret_cast<std::uintptr_t>(theirs.begin);
+      }
+      return true;
+    });
+    _exit(still_mapped);
+  }
+  ASSERT_GT(child, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_NE(WEXITSTATUS(status), 100) << "the peer could not map the pages";
+  EXPECT_LE(WEXITSTATUS(status), 2) << "mappings a peer keeps of 4 x 96 MiB";
+  for (void* allocation : allocations) shmcoll::shm::free_shared_pages(allocation);
 }
 
 TEST(SharedPages, APeerMapsPagesNamedJustBeforeTheirRegistrationWasForgotten) {

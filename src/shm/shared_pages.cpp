@@ -31,8 +31,13 @@ constexpr char kMemfdName[] = "shmcoll-pages";
 constexpr unsigned kUsesToPay = 8;              // uses of moved pages that make their move worth it
 constexpr std::size_t kMostRegistrations = 16;  // then the least recently used is forgotten
 constexpr std::size_t kMostPeerMappings = 32;   // then the least recently used is unmapped
-constexpr std::size_t kMostMovedRanges = 64;    // then the two nearest merge
+// Nor more bytes than this, the one just mapped aside: a peer's mapping keeps its pages alive
+// after their owner freed them, and so do a sender's retired descriptors (issue 43, row 10: a
+// 64 MiB buffer allocated and freed per phase once left 2 GiB of shared memory behind).
+constexpr std::size_t kMostPeerMappedBytes = std::size_t{256} << 20;
+constexpr std::size_t kMostMovedRanges = 64;     // then the two nearest merge
 constexpr std::size_t kRetiredDescriptors = 16;  // of forgotten registrations, kept open
+constexpr std::size_t kMostRetiredBytes = std::size_t{256} << 20;  // nor more bytes than this
 
 // Set once any page has moved (cleared in a forked child): until then madvise and fork cost
 // nothing more.
@@ -257,9 +262,10 @@ class Registry {
         more = count == found.size() && made > 0;
       }
       for (const Registration& r : registrations_) close(r.pages.fd);
-      for (const int fd : retired_) close(fd);
+      for (const Retired& r : retired_) close(r.fd);
       registrations_.clear();
       retired_.clear();
+      retired_bytes_ = 0;
       moved_.clear();
       anything_moved.store(false, std::memory_order_relaxed);
     }
@@ -274,7 +280,7 @@ class Registry {
   Registry() {
     registrations_.reserve(kMostRegistrations + kMostAllocations);
     allocations_.reserve(kMostAllocations);
-    retired_.reserve(kRetiredDescriptors);
+    retired_.reserve(kRetiredDescriptors + 1);
     moved_.reserve(kMostMovedRanges + 1);
     pthread_atfork([] { instance().before_fork(); }, [] { instance().after_fork_in_parent(); },
                    [] { instance().after_fork_in_child(); });
@@ -352,15 +358,19 @@ class Registry {
 
   // Stops handing out registration i. Its pages stay mapped where the program has them: they are
   // the program's memory (madvise and fork still find them by name). Its descriptor stays open
-  // while kRetiredDescriptors more are forgotten: a call of another thread, or a nonblocking one,
-  // may have named it to a peer that has yet to open it.
+  // while fewer than kRetiredDescriptors (and kMostRetiredBytes) more are forgotten: a call of
+  // another thread, or a nonblocking one, may have named it to a peer that has yet to open it
+  // (one that comes too late takes the copy path).
   void forget(std::size_t i) {
-    if (retired_.size() == kRetiredDescriptors) {
-      close(retired_.front());
+    retired_.push_back({registrations_[i].pages.fd, registrations_[i].pages.bytes});
+    retired_bytes_ += registrations_[i].pages.bytes;
+    registrations_.erase(registrations_.begin() + std::ptrdiff_t(i));
+    while (retired_.size() > kRetiredDescriptors ||
+           (retired_.size() > 1 && retired_bytes_ > kMostRetiredBytes)) {
+      close(retired_.front().fd);
+      retired_bytes_ -= retired_.front().bytes;
       retired_.erase(retired_.begin());
     }
-    retired_.push_back(registrations_[i].pages.fd);
-    registrations_.erase(registrations_.begin() + std::ptrdiff_t(i));
   }
 
   // Whether [begin, end) overlaps where this process's own shared pages may be.
@@ -388,7 +398,12 @@ class Registry {
   std::vector<Registration> registrations_;
   std::array<Sighting, 16> sightings_{};
   std::vector<Range> moved_;
-  std::vector<int> retired_;        // descriptors of forgotten registrations, oldest first
+  struct Retired {
+    int fd;
+    std::size_t bytes;
+  };
+  std::vector<Retired> retired_;  // descriptors of forgotten registrations, oldest first
+  std::size_t retired_bytes_ = 0;
   std::vector<Range> allocations_;  // by allocate_shared_pages; kept in a forked child, whose copy
                                     // of them its own free unmaps
   std::uint64_t clock_ = 0;
@@ -435,20 +450,25 @@ class PeerMappings {
     }
     close(fd);
     if (base == MAP_FAILED) return nullptr;
-    if (mappings_.size() == kMostPeerMappings) {
+    mappings_.push_back({pid, theirs, writable, static_cast<std::byte*>(base), clock_});
+    mapped_bytes_ += theirs.bytes;
+    // The least recently used go (never the one just mapped, the most recent).
+    while (mappings_.size() > kMostPeerMappings ||
+           (mappings_.size() > 1 && mapped_bytes_ > kMostPeerMappedBytes)) {
       auto oldest = std::min_element(
           mappings_.begin(), mappings_.end(),
           [](const PeerMapping& a, const PeerMapping& b) { return a.last_use < b.last_use; });
       munmap(oldest->base, oldest->theirs.bytes);
+      mapped_bytes_ -= oldest->theirs.bytes;
       mappings_.erase(oldest);
     }
-    mappings_.push_back({pid, theirs, writable, static_cast<std::byte*>(base), clock_});
     return static_cast<std::byte*>(base);
   }
 
  private:
   std::mutex mutex_;
   std::vector<PeerMapping> mappings_;
+  std::size_t mapped_bytes_ = 0;
   std::uint64_t clock_ = 0;
 };
 
