@@ -116,10 +116,15 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
                          {"method", info.single_call ? "single" : "batch"},
                          {"command", info.command},
                          {"started", info.started},
+                         {"label", info.label},
+                         {"bind_to", info.bind_to},
+                         {"online_cpus", info.online_cpus},
+                         {"tunables", nlohmann::json::object()},
                          {"references",
                           {{"line_round_trip_us", info.refs.line_round_trip_seconds * 1e6},
                            {"line_exchange_us", info.refs.line_exchange_seconds * 1e6}}},
                          {"collectives", nlohmann::json::array()}};
+  for (const auto& [name, value] : info.tunables) root["tunables"][name] = value;
   for (const Sweep& sweep : sweeps) {
     nlohmann::json rows = nlohmann::json::array();
     for (const Row& row : sweep.rows) {

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench_reference.hpp"
@@ -34,6 +35,10 @@ struct RunInfo {
   bool single_call = false;  // samples are single calls between barriers, not batches
   std::string command;       // how this run was started, for whoever reads its JSON
   std::string started;       // when, UTC (ISO 8601)
+  std::string label;         // the setting this run stands for in a table (--label), or empty
+  std::string bind_to;       // how ranks were bound (--bind-to)
+  int online_cpus = 0;       // the machine's, so a table says what it was measured on
+  std::vector<std::pair<std::string, std::string>> tunables;  // the SHMCOLL_* variables set
 };
 // How one sample was taken, for table headers.
 const char* sample_description(const RunInfo& info);

@@ -130,6 +130,21 @@ std::string utc_now() {
   return text;
 }
 
+// The SHMCOLL_* variables this run was started with, sorted, for the JSON: a run's setting is
+// part of what it measured.
+std::vector<std::pair<std::string, std::string>> shmcoll_tunables() {
+  std::vector<std::pair<std::string, std::string>> set;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string text = *entry;
+    const std::size_t equals = text.find('=');
+    if (text.rfind("SHMCOLL_", 0) == 0 && equals != std::string::npos) {
+      set.emplace_back(text.substr(0, equals), text.substr(equals + 1));
+    }
+  }
+  std::sort(set.begin(), set.end());
+  return set;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -142,7 +157,8 @@ int main(int argc, char** argv) {
   // A later option wins, so scripts with defaults (tools/run-demo) can pass the user's on.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   bench::NativeConfig config;
-  std::string colls = "allreduce", dtype = "f32", op = "sum", vs, json_path, csv_path, plot_path;
+  std::string colls = "allreduce", dtype = "f32", op = "sum", vs, json_path, csv_path, plot_path,
+              label;
   Sizes sizes{"8,64,1K,8K,64K,256K,1M,4M", "", ""};
   app.add_option("-n,--np", config.ranks, "ranks")->check(CLI::Range(1, 256));
   app.add_option("--coll", colls,
@@ -175,6 +191,9 @@ int main(int argc, char** argv) {
                  "comma list of MPIs (openmpi, mpich) to run beside shmcoll, each alone and with "
                  "shmcoll's layer preloaded, taking turns at every size (f32 sum only)");
   app.add_option("--json", json_path, "also write every row to this JSON file");
+  app.add_option("--label", label,
+                 "a name for this run's setting, recorded in the JSON (tables of several settings "
+                 "tell runs apart by it)");
   app.add_option("--csv", csv_path, "also write every row to this CSV file");
   app.add_option("--plot", plot_path,
                  "also draw latency and bandwidth per collective (PNG, gnuplot)");
@@ -217,7 +236,11 @@ int main(int argc, char** argv) {
                               refs,
                               config.single_call,
                               command_line(argc, argv),
-                              utc_now()};
+                              utc_now(),
+                              label,
+                              config.bind_to,
+                              static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)),
+                              shmcoll_tunables()};
     std::vector<bench::Sweep> sweeps;
     int mismatches = 0;
     for (const std::string& coll : collectives) {
