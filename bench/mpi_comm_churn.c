@@ -11,6 +11,8 @@
  *                                   between two calls on the step's communicator
  *   mpi_comm_churn handover K       two communicators: K allreduces on the first, K on the second,
  *                                   the first freed, K more on the second
+ *   mpi_comm_churn paced K US       K allreduces on one communicator, rank 0 sleeping US
+ *                                   microseconds before each (the others' calls wait that long)
  * Rank 0 prints the slowest rank's time per iteration (per busy call for kept), in us, and how many
  * file descriptors and mappings rank 0 gained from the tenth iteration to the last (a team per
  * communicator that were never given back would show there). */
@@ -20,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int failures = 0;
 
@@ -136,11 +139,20 @@ int main(int argc, char** argv) {
     for (int k = 0; k < a; ++k) checked_allreduce(second, k);
     MPI_Comm_free(&second);
     per = slowest(MPI_Wtime() - start) / (3.0 * a);
+  } else if (!strcmp(mode, "paced") && a > 0 && b >= 0) {
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    for (int k = 0; k < a; ++k) {
+      if (rank == 0 && b > 0) usleep((useconds_t)b);
+      checked_allreduce(comm, k);
+    }
+    per = slowest(MPI_Wtime() - start) / a;
+    MPI_Comm_free(&comm);
   } else {
     if (rank == 0)
       fprintf(stderr,
               "usage: mpi_comm_churn dup N | split STEPS K | group STEPS K | kept N BUSY K "
-              "[FIRST] | handover K | die STEPS K AT\n");
+              "[FIRST] | handover K | die STEPS K AT | paced K US\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   int all_failures = 0;

@@ -27,7 +27,7 @@ const MpiLayerSettings& mpi_layer_settings() {
     read.max_teams = env_count(kMpiMaxTeamsEnv, read.max_teams);
     read.pool_teams = env_count(kMpiPoolTeamsEnv, read.pool_teams);
     read.team_after_calls = env_count(kMpiTeamAfterCallsEnv, read.team_after_calls);
-    read.new_team_after_us = env_count(kMpiNewTeamAfterEnv, read.new_team_after_us);
+    read.new_team_after_calls = env_count(kMpiNewTeamAfterEnv, read.new_team_after_calls);
     read.node_by_node = env_count(kMpiNodeByNodeEnv, read.node_by_node ? 1 : 0) != 0;
     return read;
   }();
@@ -59,9 +59,11 @@ std::vector<EnvironmentVariable> environment_variables() {
        "calls a communicator makes through PMPI before its members first agree on a team (one "
        "kept from a freed communicator, or a new one once it has proved busy)",
        "MPI layer"},
-      {kMpiNewTeamAfterEnv, std::to_string(defaults.new_team_after_us),
-       "microseconds a communicator's calls spend in PMPI (its slowest member) before it gets a "
-       "new team, checked at its calls n+1, 2(n+1), 4(n+1)...; MPI_COMM_WORLD at its first check",
+      {kMpiNewTeamAfterEnv, std::to_string(defaults.new_team_after_calls),
+       "blocking calls the communicators of a set of ranks make through PMPI (on the member that "
+       "made most) before these ranks get a new team, checked at a communicator's calls n+1, then "
+       "2 to 16 times as many; counted in calls, not time, so every run takes the same path; "
+       "MPI_COMM_WORLD at its first check",
        "MPI layer"},
       {kMpiPoolTeamsEnv, std::to_string(defaults.pool_teams),
        "teams of freed communicators kept for the next communicator over the same ranks",

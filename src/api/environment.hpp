@@ -15,20 +15,20 @@ inline constexpr const char* kMpiMaxTeamsEnv = "SHMCOLL_MPI_MAX_TEAMS";
 inline constexpr const char* kMpiFakeNodesEnv = "SHMCOLL_MPI_FAKE_NODES";
 inline constexpr const char* kMpiPoolTeamsEnv = "SHMCOLL_MPI_POOL_TEAMS";
 inline constexpr const char* kMpiTeamAfterCallsEnv = "SHMCOLL_MPI_TEAM_AFTER_CALLS";
-inline constexpr const char* kMpiNewTeamAfterEnv = "SHMCOLL_MPI_NEW_TEAM_AFTER_US";
+inline constexpr const char* kMpiNewTeamAfterEnv = "SHMCOLL_MPI_NEW_TEAM_AFTER_CALLS";
 inline constexpr const char* kMpiNodeByNodeEnv = "SHMCOLL_MPI_NODE_BY_NODE";
 // A communicator's team's heap per rank: MPI programs bring their own buffers.
 inline constexpr std::size_t kMpiTeamHeapBytes = 4096;
 
 // The MPI layer's settings, defaults here and nowhere else.
 struct MpiLayerSettings {
-  bool disabled = false;         // SHMCOLL_MPI_DISABLE (any number but 0)
-  int fake_nodes = 0;            // SHMCOLL_MPI_FAKE_NODES
-  int max_teams = 16;            // SHMCOLL_MPI_MAX_TEAMS
-  int pool_teams = 4;            // SHMCOLL_MPI_POOL_TEAMS
-  int team_after_calls = 1;      // SHMCOLL_MPI_TEAM_AFTER_CALLS
-  int new_team_after_us = 2000;  // SHMCOLL_MPI_NEW_TEAM_AFTER_US
-  bool node_by_node = true;      // SHMCOLL_MPI_NODE_BY_NODE (0: communicators spanning nodes PMPI)
+  bool disabled = false;           // SHMCOLL_MPI_DISABLE (any number but 0)
+  int fake_nodes = 0;              // SHMCOLL_MPI_FAKE_NODES
+  int max_teams = 16;              // SHMCOLL_MPI_MAX_TEAMS
+  int pool_teams = 4;              // SHMCOLL_MPI_POOL_TEAMS
+  int team_after_calls = 1;        // SHMCOLL_MPI_TEAM_AFTER_CALLS
+  int new_team_after_calls = 128;  // SHMCOLL_MPI_NEW_TEAM_AFTER_CALLS
+  bool node_by_node = true;  // SHMCOLL_MPI_NODE_BY_NODE (0: communicators spanning nodes PMPI)
 };
 // As this process's environment sets them (read once; negative values count as 0).
 const MpiLayerSettings& mpi_layer_settings();

@@ -40,11 +40,11 @@ struct CachedTeam {
   std::vector<int> members;
   // Until `decided`, the communicator's calls go to PMPI and every member counts them alike: at
   // call `next_check` (then 2 to 16 times as many calls later, each time it is not yet decided)
-  // the members agree whether it gets a team. `pmpi_time`: what its PMPI calls took on this rank
-  // since its last check (then added to its members' warm-up time in the pool).
+  // the members agree whether it gets a team. `pmpi_calls`: its blocking calls that went to PMPI
+  // on this rank since its last check (then added to its members' warm-up calls in the pool).
   long calls = 0;
   long next_check = 1;
-  std::chrono::steady_clock::duration pmpi_time{};
+  long pmpi_calls = 0;
   bool decided = false;
   bool holds_team() const { return team || spanning; }
 };
@@ -52,8 +52,9 @@ struct CachedTeam {
 int keyval = MPI_KEYVAL_INVALID;
 std::once_flag keyval_made;
 bool finalizing = false;
-// Under the SharedTables lock from here to `timed` (threads decide their communicators' teams at
-// once): the places taken under the cap (teams held, and places reserved while members agree).
+// Under the SharedTables lock from here to `note_held_bytes` (threads decide their communicators'
+// teams at once): the places taken under the cap (teams held, and places reserved while members
+// agree).
 int teams_alive = 0;
 TeamCounts counts;
 
@@ -68,13 +69,15 @@ long warm_up_calls() {
   return detail::mpi_layer_settings().team_after_calls;
 }
 
-// SHMCOLL_MPI_NEW_TEAM_AFTER_US: a team kept in the pool is taken at that first agreement, but a
-// new segment (2.3 ms to make and pre-fault at 2 bound ranks, 4.9 at 4 on 2 cores) only once the
-// communicator's calls have spent as long in PMPI on its slowest member: what it saves is then
-// worth what it costs, and a communicator that is never busy never pays for one. MPI_COMM_WORLD,
+// SHMCOLL_MPI_NEW_TEAM_AFTER_CALLS: a team kept in the pool is taken at that first agreement, but
+// a new segment (2.3 ms to make and pre-fault at 2 bound ranks, 4.9 at 4 on 2 cores) only once
+// these ranks' communicators have made this many blocking calls through PMPI on one member: a
+// communicator that is never busy never pays for one. Counted in calls, not in the time they took,
+// so that the same program takes the same path at every call on every run (and so adds in the
+// same order: bitwise the same results), however fast the machine is that day. MPI_COMM_WORLD,
 // which every program keeps busy, gets its team at the first agreement.
-std::chrono::microseconds new_team_after() {
-  return std::chrono::microseconds{detail::mpi_layer_settings().new_team_after_us};
+long new_team_after() {
+  return detail::mpi_layer_settings().new_team_after_calls;
 }
 
 // SHMCOLL_MPI_POOL_TEAMS: teams of freed communicators kept for the next one over the same ranks.
@@ -100,11 +103,6 @@ void count_held(const CachedTeam& cached, int sign) {
   }
 }
 
-// The communicator whose PMPI call this thread is timing (route_of starts, pmpi_call_ended
-// stops).
-thread_local CachedTeam* timed = nullptr;
-thread_local std::chrono::steady_clock::time_point timed_since;
-
 // The last communicator this thread looked up, and its entry: a loop of calls on one
 // communicator asks the MPI for the attribute once (a lookup in the MPI's hash table per call,
 // about a fifth of what the layer adds to an 8-byte call). Deleting any entry (a communicator
@@ -121,7 +119,6 @@ thread_local LastLookup last_lookup;
 int delete_cached(MPI_Comm, int, void* value, void*) {
   auto* cached = static_cast<CachedTeam*>(value);
   entries_deleted.fetch_add(1, std::memory_order_acq_rel);
-  if (timed == cached) timed = nullptr;
   {
     SharedTables lock;
     count_held(*cached, -1);
@@ -173,7 +170,7 @@ struct Proposal {
   bool place = false;
   std::shared_ptr<Team> kept;
   std::uint64_t kept_id = 0;
-  std::chrono::microseconds warm_up_time{};
+  long warm_up_calls = 0;
 };
 
 Proposal propose(CachedTeam& cached) {
@@ -184,11 +181,11 @@ Proposal propose(CachedTeam& cached) {
   proposal.kept_id = pool().find(cached.members);
   if (proposal.kept_id != 0) proposal.kept = pool().take(proposal.kept_id);
   // Members outside MPI_COMM_WORLD (spawned, connected) have no account: the communicator's own
-  // time counts.
-  auto& warm_up_time =
-      cached.members.empty() ? cached.pmpi_time : pool().warm_up_time(cached.members);
-  if (!cached.members.empty()) warm_up_time += std::exchange(cached.pmpi_time, {});
-  proposal.warm_up_time = std::chrono::duration_cast<std::chrono::microseconds>(warm_up_time);
+  // calls count.
+  long& warm_up_calls =
+      cached.members.empty() ? cached.pmpi_calls : pool().warm_up_calls(cached.members);
+  if (!cached.members.empty()) warm_up_calls += std::exchange(cached.pmpi_calls, 0);
+  proposal.warm_up_calls = warm_up_calls;
   return proposal;
 }
 
@@ -207,15 +204,15 @@ void settle(CachedTeam& cached, Proposal& proposal) {
 // nodes) when the communicator has proved busy, or leaves it to PMPI, for now (warming up, the
 // team cap reached) or for good (a member could not join, node by node is off). One
 // PMPI_Allreduce decides it all: every member is willing (the cap counts this process's teams,
-// which differ by rank), which team each kept, the longest any member's PMPI calls took on these
-// ranks' communicators while they warmed up (TeamPool::warm_up_time), and whether any member
-// turned node by node off.
+// which differ by rank), which team each kept, the most blocking calls any member made through PMPI
+// on these ranks' communicators while they warmed up (TeamPool::warm_up_calls), and whether any
+// member turned node by node off.
 void agree(MPI_Comm comm, CachedTeam& cached, Proposal& proposal) {
   const auto start = std::chrono::steady_clock::now();
   const auto kept = static_cast<std::int64_t>(proposal.kept_id);
   const bool node_by_node = detail::mpi_layer_settings().node_by_node;
-  const std::int64_t proposed[5] = {proposal.place ? 0 : 1, kept, -kept,
-                                    proposal.warm_up_time.count(), node_by_node ? 0 : 1};
+  const std::int64_t proposed[5] = {proposal.place ? 0 : 1, kept, -kept, proposal.warm_up_calls,
+                                    node_by_node ? 0 : 1};
   std::int64_t agreed[5] = {};
   PMPI_Allreduce(proposed, agreed, 5, MPI_INT64_T, MPI_MAX, comm);
   if (agreed[0] != 0) {  // asked again at the next check: a busy communicator gets a freed place
@@ -230,12 +227,12 @@ void agree(MPI_Comm comm, CachedTeam& cached, Proposal& proposal) {
     ++counts.reused;
     return;
   }
-  if (comm != MPI_COMM_WORLD && agreed[3] < new_team_after().count()) {
+  if (comm != MPI_COMM_WORLD && agreed[3] < new_team_after()) {
     // At the pace so far, the threshold is reached after about `at_pace` calls: the next check
-    // comes then (within 2 to 16 times the calls so far), so cheap calls are not slowed by checks.
+    // comes then (within 2 to 16 times the calls so far), so that calls are not slowed by checks.
     cached.why_pmpi = PmpiReason::warming_up;
     const long at_pace = static_cast<long>(
-        static_cast<double>(cached.calls) * static_cast<double>(new_team_after().count()) /
+        static_cast<double>(cached.calls) * static_cast<double>(new_team_after()) /
         static_cast<double>(std::max<std::int64_t>(agreed[3], 1)));
     cached.next_check = std::clamp(at_pace, 2 * cached.calls, 16 * cached.calls);
     return;
@@ -243,7 +240,7 @@ void agree(MPI_Comm comm, CachedTeam& cached, Proposal& proposal) {
   cached.decided = true;
   if (comm != MPI_COMM_WORLD && !cached.members.empty()) {  // the next is earned anew
     const SharedTables lock;
-    pool().warm_up_time(cached.members) -= new_team_after();
+    pool().warm_up_calls(cached.members) -= new_team_after();
   }
 
   MPI_Comm node = split_by_node(comm);
@@ -397,10 +394,7 @@ Route route(MPI_Comm comm, bool may_agree) {
     if (++cached->calls >= cached->next_check && may_agree) decide(comm, *cached);
     if (!cached->decided) {
       note_pmpi_reason(cached->why_pmpi);
-      if (may_agree) {  // a nonblocking call's PMPI time says nothing of how busy it is
-        timed = cached;
-        timed_since = std::chrono::steady_clock::now();
-      }
+      if (may_agree) ++cached->pmpi_calls;
       return {};
     }
   }
@@ -433,12 +427,6 @@ Route route_without_agreeing(MPI_Comm comm) {
 std::shared_ptr<Team> shared_team(MPI_Comm comm) {
   CachedTeam* cached = cached_of(comm);
   return cached ? cached->team : nullptr;
-}
-
-void pmpi_call_ended() {
-  if (!timed) return;
-  timed->pmpi_time += std::chrono::steady_clock::now() - timed_since;
-  timed = nullptr;
 }
 
 WaitCounts world_wait_counts() {

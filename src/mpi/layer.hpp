@@ -40,9 +40,6 @@ Route route_without_agreeing(MPI_Comm comm);
 // The communicator's team (null when it has none), shared: a persistent request planned on it
 // keeps it, and MPI_Start works after MPI_Comm_free, as it does without the layer.
 std::shared_ptr<Team> shared_team(MPI_Comm comm);
-// Ends the timing route_of started for a communicator still warming up (its PMPI call returned):
-// what tells a busy communicator from one used now and then.
-void pmpi_call_ended();
 // Turns the MPI's progress engine (PMPI_Iprobe, which matches nothing it could take from the
 // program): the idle hook of the layer's waits on the program's thread. A program may post a
 // receive, then enter a collective that its peer enters only after a large send to that receive

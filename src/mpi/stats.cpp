@@ -29,7 +29,7 @@ const char* reason_text(PmpiReason reason) {
       return "a null handle (the MPI reports the error)";
     case PmpiReason::warming_up:
       return "the communicator's first calls, before it proved busy (SHMCOLL_MPI_TEAM_AFTER_CALLS, "
-             "SHMCOLL_MPI_NEW_TEAM_AFTER_US)";
+             "SHMCOLL_MPI_NEW_TEAM_AFTER_CALLS)";
     case PmpiReason::one_rank:
       return "a communicator of one rank (the MPI's own copy)";
     case PmpiReason::layer_off:
@@ -92,7 +92,6 @@ CallTimer::CallTimer(int row) : row_(row) {
 }
 
 CallTimer::~CallTimer() {
-  pmpi_call_ended();
   if (!verbose()) return;
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start_;
   SharedTables lock;

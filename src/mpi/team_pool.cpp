@@ -47,9 +47,9 @@ std::shared_ptr<Team> TeamPool::take(std::uint64_t id) {
   return team;
 }
 
-std::chrono::steady_clock::duration& TeamPool::warm_up_time(const std::vector<int>& members) {
-  if (warm_up_time_.size() >= 256 && !warm_up_time_.contains(members)) warm_up_time_.clear();
-  return warm_up_time_[members];
+long& TeamPool::warm_up_calls(const std::vector<int>& members) {
+  if (warm_up_calls_.size() >= 256 && !warm_up_calls_.contains(members)) warm_up_calls_.clear();
+  return warm_up_calls_[members];
 }
 
 }  // namespace shmcoll::mpi

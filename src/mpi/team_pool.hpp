@@ -7,7 +7,6 @@
 
 #include <mpi.h>
 
-#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -34,14 +33,14 @@ class TeamPool {
   std::shared_ptr<Team> take(std::uint64_t id);
   void clear() {
     entries_.clear();
-    warm_up_time_.clear();
+    warm_up_calls_.clear();
   }
-  // What this process's PMPI calls on communicators of `members` took while those warmed up, since
-  // the last new team made for them: what earns these ranks a new team, which the pool then hands
-  // from one of their communicators to the next (a split loop's communicators each live too
-  // briefly to earn one alone). At most 256 sets of members are tracked; a new set past that
-  // starts the tracking afresh.
-  std::chrono::steady_clock::duration& warm_up_time(const std::vector<int>& members);
+  // The blocking calls this process made through PMPI on communicators of `members` while those
+  // warmed up, since the last new team made for them: what earns these ranks a new team, which the
+  // pool then hands from one of their communicators to the next (a split loop's communicators each
+  // live too briefly to earn one alone). At most 256 sets of members are tracked; a new set past
+  // that starts the tracking afresh.
+  long& warm_up_calls(const std::vector<int>& members);
   // Kept teams and the /dev/shm their segments hold.
   std::size_t size() const { return entries_.size(); }
   std::size_t bytes() const;
@@ -54,7 +53,7 @@ class TeamPool {
   };
   std::size_t capacity_;
   std::deque<Entry> entries_;  // oldest first
-  std::map<std::vector<int>, std::chrono::steady_clock::duration> warm_up_time_;
+  std::map<std::vector<int>, long> warm_up_calls_;
 };
 
 }  // namespace shmcoll::mpi

@@ -20,10 +20,10 @@ int layer_serves_every_call(MPI_Comm comm) {
   int size = 0;
   MPI_Comm_size(comm, &size);
   // By default a communicator's first calls go to PMPI (SHMCOLL_MPI_TEAM_AFTER_CALLS and
-  // SHMCOLL_MPI_NEW_TEAM_AFTER_US at 0: a team from its first call).
+  // SHMCOLL_MPI_NEW_TEAM_AFTER_CALLS at 0: a team from its first call).
   return shmcoll_mpi_layer_version && !(fake_nodes && atoi(fake_nodes) > 1) && size > 1 &&
          set_to_zero("SHMCOLL_MPI_TEAM_AFTER_CALLS") &&
-         set_to_zero("SHMCOLL_MPI_NEW_TEAM_AFTER_US");
+         set_to_zero("SHMCOLL_MPI_NEW_TEAM_AFTER_CALLS");
 }
 static int64_t value(int rank, int i) {
   return (int64_t)((rank + 1) * 1000003 + i * 7919) % 1000 - 300;
@@ -51,12 +51,14 @@ static void absdiff_sum(void* in, void* inout, int* len, MPI_Datatype* type) {
 }
 
 // MPICH 4.0.2 crashes on in-place MPI_Reduce at a non-zero root with large counts; where MPICH
-// would run it (no layer, or node by node turned off on pretend nodes) the program takes the
-// same-result out-of-place form. The layer runs it itself, on pretend nodes too (their leaders
-// reduce out of place).
+// would run it (no layer, a communicator still warming up through PMPI, or node by node turned off
+// on pretend nodes) the program takes the same-result out-of-place form. The layer runs it itself,
+// on pretend nodes too (their leaders reduce out of place).
 static int in_place_reduce_works(int root, int count) {
 #ifdef MPICH_VERSION
-  const int layer_runs_it = shmcoll_mpi_layer_version && !set_to_zero("SHMCOLL_MPI_NODE_BY_NODE");
+  const int layer_runs_it = shmcoll_mpi_layer_version && !set_to_zero("SHMCOLL_MPI_NODE_BY_NODE") &&
+                            set_to_zero("SHMCOLL_MPI_TEAM_AFTER_CALLS") &&
+                            set_to_zero("SHMCOLL_MPI_NEW_TEAM_AFTER_CALLS");
   return layer_runs_it || root == 0 || count < 10;
 #else
   (void)root, (void)count;

@@ -26,7 +26,7 @@ kept_nothing() {
 taken() { awk '/communicator teams:/ {print $9}' "$work/$1"; }
 
 # The pool: every communicator wants a team from its first call.
-first_call=(SHMCOLL_MPI_TEAM_AFTER_CALLS=0 SHMCOLL_MPI_NEW_TEAM_AFTER_US=0)
+first_call=(SHMCOLL_MPI_TEAM_AFTER_CALLS=0 SHMCOLL_MPI_NEW_TEAM_AFTER_CALLS=0)
 run dup "${first_call[@]}" -- dup 1000
 run split "${first_call[@]}" -- split 200 3
 run group "${first_call[@]}" -- group 200 3
@@ -50,12 +50,19 @@ run dup_default -- dup 200
 grep -q "to PMPI: the communicator's first calls" "$work/dup_default" ||
   { cat "$work/dup_default"; echo "FAIL: no call went to PMPI while warming up"; exit 1; }
 # Busy and idle: 30 communicators used once (as a library's setup call), then 5 of them busy. A
-# new team once the calls spent 200 us in PMPI: the 5 busy ones get one, the idle ones none. A
-# threshold out of reach: no communicator but MPI_COMM_WORLD gets one.
-run busy SHMCOLL_MPI_NEW_TEAM_AFTER_US=200 -- kept 30 5 3000 1
+# new team once these ranks made 200 calls through PMPI: the 5 busy ones get one, the idle ones
+# none. A threshold out of reach: no communicator but MPI_COMM_WORLD gets one.
+run busy SHMCOLL_MPI_NEW_TEAM_AFTER_CALLS=200 -- kept 30 5 3000 1
 [ "$(made busy)" -eq 6 ] || { cat "$work/busy"; echo "FAIL: not exactly the 5 busy ones (and MPI_COMM_WORLD) got teams"; exit 1; }
-run never SHMCOLL_MPI_NEW_TEAM_AFTER_US=2000000000 -- kept 30 5 300 2
+run never SHMCOLL_MPI_NEW_TEAM_AFTER_CALLS=2000000000 -- kept 30 5 300 2
 [ "$(made never)" -eq 1 ] || { cat "$work/never"; echo "FAIL: teams made under an unreachable threshold"; exit 1; }
+# The same path on every run: whether a communicator is served depends on how many calls it made,
+# never on how long they took (rank 0 sleeping 3 ms before each call changes nothing).
+run quick -- paced 400 0
+run slow -- paced 400 3000
+split_of() { awk '$1 == "shmcoll:" && $2 == "allreduce" {print $4, $6}' "$work/$1"; }
+[ "$(split_of quick)" == "$(split_of slow)" ] ||
+  { cat "$work/quick" "$work/slow"; echo "FAIL: slower calls changed which calls shmcoll served"; exit 1; }
 # The team cap decided by use: with room for two teams (MPI_COMM_WORLD's and one more), the second
 # communicator is refused while the first holds one, and gets the first's (from the pool) once
 # that one is freed.

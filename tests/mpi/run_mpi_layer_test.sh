@@ -17,7 +17,7 @@ source "$(dirname "$0")/mpi_launch.sh"
   { cat "$work/plain" "$work/plain.err"; echo "FAIL: the program fails without the layer"; exit 1; }
 # The preload goes on the program only, not on the launcher.
 defaults=${SHMCOLL_TEST_LAYER_DEFAULTS:-0}
-first_call=(SHMCOLL_MPI_TEAM_AFTER_CALLS=0 SHMCOLL_MPI_NEW_TEAM_AFTER_US=0)
+first_call=(SHMCOLL_MPI_TEAM_AFTER_CALLS=0 SHMCOLL_MPI_NEW_TEAM_AFTER_CALLS=0)
 [ "$defaults" = 1 ] && first_call=()
 "$mpirun" "${extra[@]}" -np "$np" env LD_PRELOAD="$layer" SHMCOLL_MPI_VERBOSE=1 "${first_call[@]}" \
   SHMCOLL_MPI_FAKE_NODES="$fake_nodes" "$program" > "$work/layer" 2> "$work/layer.err" ||

@@ -7,7 +7,7 @@
 set -euo pipefail
 mpirun=$1 program=$2 layer=$3
 source "$(dirname "$0")/mpi_launch.sh"
-first_call=(SHMCOLL_MPI_TEAM_AFTER_CALLS=0 SHMCOLL_MPI_NEW_TEAM_AFTER_US=0)  # a team for each
+first_call=(SHMCOLL_MPI_TEAM_AFTER_CALLS=0 SHMCOLL_MPI_NEW_TEAM_AFTER_CALLS=0)  # a team for each
 
 "$mpirun" "${extra[@]}" -np 2 "$program" > "$work/plain" 2> "$work/plain.err" ||
   { cat "$work/plain" "$work/plain.err"; echo "FAIL: the program fails without the layer"; exit 1; }
