@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
@@ -110,6 +111,42 @@ TEST(CpuBudget, ATasksetSmallerThanTheTeamMakesRanksShare) {
   if (allowed >= 2) {
     EXPECT_EQ(team_waits(2, shmcoll::Binding::core), kOwnCpus);
   }
+}
+
+// A team of fewer ranks than CPUs waits as ranks that share CPUs do when the caller knows that
+// the program's processes on the node outnumber their CPUs (Options::processes_share_cpus, which
+// the MPI layer learns from MPI_COMM_WORLD's team): 2 ranks of a row communicator among 4
+// processes on 2 CPUs. One member told is enough, and every member settles on the same.
+Waits joined_team_waits(bool rank_1_told) {
+  auto* waits = shmcoll::testing::shared_block<std::array<Waits, 2>>();
+  const std::string name = shmcoll::Team::unique_segment_name();
+  auto member = [&](int rank) {
+    shmcoll::Options options;
+    options.processes_share_cpus = rank == 1 && rank_1_told;
+    shmcoll::Team team = shmcoll::Team::join(name, rank, 2, options);
+    const auto& policy = shmcoll::detail::TeamAccess::state(team).rounds.wait_policy();
+    (*waits)[rank] = {policy.spin_ns, policy.yield_ns};
+    team.barrier();
+    return 0;
+  };
+  const std::vector<pid_t> children = shmcoll::testing::fork_members(2, member);
+  member(0);
+  for (const pid_t child : children) {
+    int status = 0;
+    EXPECT_EQ(waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  EXPECT_EQ((*waits)[1], (*waits)[0]);
+  return (*waits)[0];
+}
+
+TEST(CpuBudget, ATeamAmongMoreOfTheProgramsProcessesThanCpusWaitsAsSharing) {
+  cpu_set_t mask;
+  ASSERT_EQ(sched_getaffinity(0, sizeof mask, &mask), 0);
+  if (CPU_COUNT(&mask) < 2)
+    GTEST_SKIP() << "2 unbound ranks share this process's single CPU anyway";
+  EXPECT_EQ(joined_team_waits(false), kOwnCpus);
+  EXPECT_EQ(joined_team_waits(true), kSharedCpus);
 }
 
 TEST(CpuBudget, ExplicitSpinAndYieldWin) {

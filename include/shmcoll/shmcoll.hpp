@@ -90,6 +90,11 @@ struct Options {
   // "" (SHMCOLL_TOPOLOGY, else this machine), "synthetic:<hwloc description>" or "xml:<file>".
   // On a loaded topology nothing is bound, but ranks are mapped and the tree is built as there.
   std::string topology;
+  // True when the caller knows that the program's processes on this node outnumber the CPUs they
+  // may use (the MPI layer learns it from MPI_COMM_WORLD's team): a team of a few of them then
+  // waits as ranks that share CPUs do, although its own ranks fit their CPUs, since its peers may
+  // be waiting for a CPU that processes outside the team hold.
+  bool processes_share_cpus = false;
 };
 
 namespace detail {

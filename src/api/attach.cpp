@@ -94,7 +94,8 @@ Team Team::join(const std::string& name, int rank, int size, const Options& opti
   const auto tunables = coll::Tunables::from_env();
   // The MPI launcher (or nobody) has bound this process: the tree follows where it runs.
   const topo::Topology& topology = topo::Topology::shared(options.topology);
-  const detail::RankSetup setup{detail::locate_rank(topology, -1), detail::placement_from(options)};
+  const detail::RankSetup setup{detail::locate_rank(topology, -1), detail::placement_from(options),
+                                options.processes_share_cpus};
   shm::Segment segment =
       rank == 0 ? shm::Segment::create_named(
                       name, team_size, detail::segment_sizes_for(options, tunables, team_size))
@@ -156,7 +157,8 @@ std::optional<Team> Team::split(int color, int key, const Options& options) {
   if (color < 0) return std::nullopt;
   if (new_rank != 0) segment = shm::Segment::open_named(name, new_size, kJoinTimeoutMs);
   count_attached(*segment, name, new_size);
-  const detail::RankSetup setup{state.location, detail::placement_from(options)};
+  const detail::RankSetup setup{state.location, detail::placement_from(options),
+                                options.processes_share_cpus};
   return detail::TeamAccess::make(std::move(*segment), new_rank, state.tunables, setup);
 }
 

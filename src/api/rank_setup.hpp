@@ -15,6 +15,7 @@ inline constexpr const char* kCoreEnv = "SHMCOLL_CORE";
 struct RankSetup {
   topo::Location location;  // published at join; the tree is built from every rank's
   Placement placement;
+  bool processes_share_cpus = false;  // Options::processes_share_cpus
 };
 
 // The core each of `ranks` ranks is mapped to, or empty when ranks are not bound. When ranks

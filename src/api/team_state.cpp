@@ -59,6 +59,7 @@ bool ranks_share_cpus(std::span<const MemberProfile> members) {
   topo::CpuBudget together;
   bool every_member_has_quota = true;
   for (const MemberProfile& member : members) {
+    if (member.crowded) return true;
     together.allowed |= member.budget.allowed;
     together.quota_cpus = std::max(together.quota_cpus, member.budget.quota_cpus);
     every_member_has_quota = every_member_has_quota && member.budget.quota_cpus > 0;
@@ -67,14 +68,14 @@ bool ranks_share_cpus(std::span<const MemberProfile> members) {
   return members.size() > static_cast<std::size_t>(together.usable());
 }
 
-topo::Tree join_and_build_tree(shm::Rounds& rounds, const topo::Location& location,
+topo::Tree join_and_build_tree(shm::Rounds& rounds, const RankSetup& setup,
                                coll::Tunables& tunables, bool& share) {
   static_assert(sizeof(MemberProfile) <= shm::kProfileBytes);
   static_assert(std::is_trivially_copyable_v<MemberProfile>);
   static_assert(sizeof(coll::TeamTunables) <= shm::kTeamDataBytes);
   static_assert(std::is_trivially_copyable_v<coll::TeamTunables>);
-  const MemberProfile mine{location, topo::CpuBudget::of_this_process(),
-                           shm::register_for_global_membarrier()};
+  const MemberProfile mine{setup.location, topo::CpuBudget::of_this_process(),
+                           shm::register_for_global_membarrier(), setup.processes_share_cpus};
   rounds.set_mismatch_describer(&coll::describe_mismatch);
   rounds.join_team(std::as_bytes(std::span(&mine, 1)), std::as_bytes(std::span(&tunables.team, 1)));
   adopt_team_tunables(rounds, tunables);

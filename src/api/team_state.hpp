@@ -38,10 +38,13 @@ struct MemberProfile {
   topo::Location location;
   topo::CpuBudget budget;
   bool membarrier;
+  bool crowded;  // Options::processes_share_cpus: the program's other processes contend too
 };
 // Whether the team's ranks outnumber the CPUs they may use together: the union of their affinity
 // masks, capped by their cgroup quota. Bound ranks on distinct cores do not; unbound ranks under
-// taskset or a container's quota may, whatever the machine's CPU count.
+// taskset or a container's quota may, whatever the machine's CPU count. A team of a few of the
+// program's processes shares them too when any member was told so (crowded): 2 ranks of a row
+// communicator on 2 CPUs, among 4 processes on those CPUs, wait for CPUs the others hold.
 bool ranks_share_cpus(std::span<const MemberProfile> members);
 
 // Places my area of the segment (before anything touches it); the first rank whose placement
@@ -52,7 +55,7 @@ shm::Segment place_area(shm::Segment segment, std::uint32_t rank, const RankSetu
 // differed), sets how waits spin from whether the ranks share CPUs, and builds the tree from
 // every member's location.
 // `ranks_share_cpus` is set as ranks_share_cpus() judges the team.
-topo::Tree join_and_build_tree(shm::Rounds& rounds, const topo::Location& location,
+topo::Tree join_and_build_tree(shm::Rounds& rounds, const RankSetup& setup,
                                coll::Tunables& tunables, bool& ranks_share_cpus);
 
 struct TeamState {
@@ -61,7 +64,7 @@ struct TeamState {
             const RankSetup& setup)
       : tunables(tunables_in),
         rounds(place_area(std::move(segment), rank, setup), rank, wait_policy(tunables_in, false)),
-        tree(join_and_build_tree(rounds, setup.location, tunables, ranks_share_cpus)),
+        tree(join_and_build_tree(rounds, setup, tunables, ranks_share_cpus)),
         context(rounds, tunables.team, tree, ranks_share_cpus),
         equal_counts(rounds.size()),
         block_spans(2 * rounds.size()),

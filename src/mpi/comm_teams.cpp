@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "api/environment.hpp"
+#include "api/team_state.hpp"
 #include "coll/tunables.hpp"
 #include "mpi/hierarchy.hpp"
 #include "mpi/team_pool.hpp"
@@ -79,6 +80,12 @@ long warm_up_calls() {
 long new_team_after() {
   return detail::mpi_layer_settings().new_team_after_calls;
 }
+
+// Whether MPI_COMM_WORLD's team found its ranks (all of the program's processes, on one node)
+// outnumbering the CPUs they may use: the teams made after it, of a few of these processes, then
+// wait as ranks that share CPUs do (Options::processes_share_cpus), although their own ranks fit
+// their CPUs. Known from the world's first agreement on, the same on every rank.
+std::atomic<bool> world_shares_cpus{false};
 
 // SHMCOLL_MPI_POOL_TEAMS: teams of freed communicators kept for the next one over the same ranks.
 TeamPool& pool() {
@@ -270,6 +277,9 @@ void agree(MPI_Comm comm, CachedTeam& cached, Proposal& proposal) {
     if (cached.why_pmpi != PmpiReason::node_by_node_off) cached.why_pmpi = PmpiReason::no_team;
     return;
   }
+  if (comm == MPI_COMM_WORLD && cached.team) {
+    world_shares_cpus.store(detail::TeamAccess::state(*cached.team).ranks_share_cpus);
+  }
   const SharedTables lock;
   ++counts.made;
   counts.making_seconds +=
@@ -360,6 +370,7 @@ Team join_node_team(MPI_Comm comm, std::uint64_t* id) {
   char name[256] = {};
   Options options;
   options.heap_bytes = detail::kMpiTeamHeapBytes;
+  options.processes_share_cpus = world_shares_cpus.load();
   if (rank == 0) {
     std::string reason;
     options.slot_bytes = slot_bytes_within_budget(size, reason);
