@@ -220,6 +220,48 @@ contains
 
   ! Derived types built in Fortran: a contiguous pair, every other DOUBLE PRECISION, and a matrix
   ! row (a vector resized to one element, so rank r's pair lands in row r + 1).
+  ! MPI_BOTTOM with a struct type of absolute addresses (MPI_GET_ADDRESS): scattered variables
+  ! broadcast as one message, blocking and nonblocking. VOLATILE: the calls name no buffer, so the
+  ! compiler must not keep the variables in registers across them.
+  subroutine check_bottom(comm)
+    HANDLE(MPI_Comm), intent(in) :: comm
+    HANDLE(MPI_Datatype) :: scattered, types(2)
+    HANDLE(MPI_Request) :: request
+    integer :: rank, size, root, round, lengths(2)
+    integer, volatile :: first(3)
+    double precision, volatile :: second(2)
+    integer(kind=MPI_ADDRESS_KIND) :: addresses(2)
+
+    call MPI_Comm_rank(comm, rank IERR)
+    call MPI_Comm_size(comm, size IERR)
+    call MPI_Get_address(first, addresses(1) IERR)
+    call MPI_Get_address(second, addresses(2) IERR)
+    lengths = [3, 2]
+    types = [MPI_INTEGER, MPI_DOUBLE_PRECISION]
+    call MPI_Type_create_struct(2, lengths, addresses, types, scattered IERR)
+    call MPI_Type_commit(scattered IERR)
+    do round = 0, 1
+      root = mod(size - 1 + round, size)
+      if (rank == root) then
+        first = [7, 8, 9] + round
+        second = [0.5d0, 1.5d0] + round
+      else
+        first = -1
+        second = -1d0
+      end if
+      if (round == 0) then
+        call MPI_Bcast(MPI_BOTTOM, 1, scattered, root, comm IERR)
+      else
+        call MPI_Ibcast(MPI_BOTTOM, 1, scattered, root, comm, request IERR)
+        call MPI_Wait(request, MPI_STATUS_IGNORE IERR)
+      end if
+      call check(all(first == [7, 8, 9] + round) .and. all(second == [0.5d0, 1.5d0] + round), &
+                 'bcast and ibcast from MPI_BOTTOM of a struct of absolute addresses')
+      call absorb(first)
+    end do
+    call MPI_Type_free(scattered IERR)
+  end subroutine
+
   subroutine check_derived(comm)
     HANDLE(MPI_Comm), intent(in) :: comm
     HANDLE(MPI_Datatype) :: pair, every_other, row_vector, row
@@ -427,8 +469,10 @@ program fortran_check
   call check_derived(MPI_COMM_WORLD)
   call check_nonblocking(MPI_COMM_WORLD)
   call check_alloc_mem(MPI_COMM_WORLD)
+  call check_bottom(MPI_COMM_WORLD)
   call MPI_Comm_split(MPI_COMM_WORLD, mod(rank, 2), rank, halves IERR)
   call check_all(halves)
+  call check_bottom(halves)
   call MPI_Comm_free(halves IERR)
   print '(a, i0, a, z16.16, a, i0)', 'rank ', rank, ' digest ', digest, ' failures ', failures
   call MPI_Finalize(IERR_ONLY)
