@@ -31,6 +31,20 @@ inline Block block_at(const void* buffer, std::int64_t offset_bytes, std::int64_
 // Copies the packed bytes of `from` into the layout of `to` (the shorter length wins).
 void copy_block(const Block& from, const Block& to);
 
+// Fills `to`'s layout with `bytes` packed bytes that `fetch(offset, n, staging)` writes into a
+// buffer on the stack a piece at a time, for a layout that cannot take them in one piece; false
+// as soon as a fetch fails.
+template <typename Fetch>
+bool unpack_through_stack(const Block& to, std::size_t bytes, Fetch&& fetch) {
+  std::byte staging[16384];
+  for (std::size_t offset = 0; offset < bytes; offset += sizeof staging) {
+    const std::size_t n = std::min(sizeof staging, bytes - offset);
+    if (!fetch(offset, n, staging)) return false;
+    to.type->unpack_range(staging, to.count, offset, n, to.base);
+  }
+  return true;
+}
+
 // One block per rank in a buffer, in MPI's three forms: regular (alltoall: `count` elements per
 // rank, back to back), v (counts and displacements in extents of one type) and w (counts,
 // displacements in bytes, a type per rank).

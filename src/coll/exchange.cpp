@@ -148,13 +148,15 @@ class Exchange {
   // those of what I receive (every sender decides the same way).
   void choose_mode() {
     std::size_t longest = 0;
+    bool all_contiguous = true;
     bool all_in_heap = shape_.direct_allowed;
     const shm::Segment& segment = rounds_.segment();
     for_each_outgoing([&](const Block& block, std::uint32_t) {
       longest = std::max(longest, block.bytes());
       if (block.bytes() == 0) return;
       const std::byte* data = block.base + block.type->lb();
-      all_in_heap = all_in_heap && block.type->is_contiguous() && data >= segment.heap(me_) &&
+      all_contiguous = all_contiguous && block.type->is_contiguous();
+      all_in_heap = all_in_heap && all_contiguous && data >= segment.heap(me_) &&
                     data + block.bytes() <= segment.heap(me_) + segment.layout().heap_bytes;
     });
     // Where every rank knows the lengths, the lines are planned from the call's longest block,
@@ -171,7 +173,7 @@ class Exchange {
     } else if (shares_pages(longest)) {
       mode_ = in_pages;
     } else {
-      mode_ = read_from_my_memory(longest) ? in_process : in_slots;
+      mode_ = all_contiguous && read_from_my_memory(longest) ? in_process : in_slots;
     }
     my_rounds_ = mode_ == in_slots   ? rounds_needed(longest, false, geometry_.slot_region)
                  : mode_ == in_lines ? lines_->rounds
@@ -222,7 +224,8 @@ class Exchange {
   }
 
   // Whether receivers copy my blocks straight out of my memory with the kernel's cross-memory
-  // copy: every block contiguous and the longest at least SHMCOLL_CMA_MIN. One copy instead of
+  // copy (where every block is contiguous, which choose_mode knows): the longest at least
+  // SHMCOLL_CMA_MIN. One copy instead of
   // a copy into my slot and one out of it (2 ranks, alltoall of 256 KiB-4 MiB written by the
   // program: 1.35-1.65x faster), at the price of the kernel pinning my pages
   // for the copy. Not where one rank receives everything (gather), which would read every
@@ -233,15 +236,9 @@ class Exchange {
   // the slots' time, slower in 3 of 4 runs).
   bool read_from_my_memory(std::size_t longest) const {
     const std::uint64_t least = ctx_.tunables.cma_min;
-    if (!in_place_allowed_ || ctx_.cma_refused || !shape_.direct_allowed || shape_.one_receiver ||
-        (!shape_.personalized && size_ > 2) || least == 0 || longest < least) {
-      return false;
-    }
-    bool contiguous = true;
-    for_each_outgoing([&](const Block& block, std::uint32_t) {
-      contiguous = contiguous && (block.bytes() == 0 || block.type->is_contiguous());
-    });
-    return contiguous;
+    return in_place_allowed_ && !ctx_.cma_refused && shape_.direct_allowed &&
+           !shape_.one_receiver && (shape_.personalized || size_ <= 2) && least != 0 &&
+           longest >= least;
   }
 
   // in_process: block `in` from `source`, whose note is at `region`, read out of its memory (a
@@ -254,17 +251,13 @@ class Exchange {
            " bytes, shorter than the ", in.bytes(), " bytes this rank expects (mismatched counts)");
     }
     const pid_t pid = rounds_.segment().profile(source).pid.load(std::memory_order_relaxed);
-    bool read = true;
-    if (in.type->is_contiguous()) {
-      read = shm::read_process_memory(pid, note, 0, in.base + in.type->lb(), in.bytes());
-    } else {
-      std::byte staging[16384];
-      for (std::size_t at = 0; read && at < in.bytes(); at += sizeof staging) {
-        const std::size_t n = std::min(sizeof staging, in.bytes() - at);
-        read = shm::read_process_memory(pid, note, at, staging, n);
-        if (read) in.type->unpack_range(staging, in.count, at, n, in.base);
-      }
-    }
+    const bool read =
+        in.type->is_contiguous()
+            ? shm::read_process_memory(pid, note, 0, in.base + in.type->lb(), in.bytes())
+            : unpack_through_stack(in, in.bytes(),
+                                   [&](std::size_t offset, std::size_t n, std::byte* staging) {
+                                     return shm::read_process_memory(pid, note, offset, staging, n);
+                                   });
     if (!read) missed_ |= kMissedProcess;  // the block comes again, through the slots
   }
 
@@ -465,12 +458,10 @@ void copy_block(const Block& from, const Block& to) {
     from.type->pack_range(from.base, from.count, 0, bytes, to.base + to.type->lb());
     return;
   }
-  std::byte staging[4096];  // both layouts scattered: through the stack, a page at a time
-  for (std::size_t offset = 0; offset < bytes; offset += sizeof staging) {
-    const std::size_t n = std::min(sizeof staging, bytes - offset);
+  unpack_through_stack(to, bytes, [&](std::size_t offset, std::size_t n, std::byte* staging) {
     from.type->pack_range(from.base, from.count, offset, n, staging);
-    to.type->unpack_range(staging, to.count, offset, n, to.base);
-  }
+    return true;
+  });
 }
 
 void exchange(Context& ctx, const ExchangeSpec& spec, const ExchangeShape& shape) {

@@ -97,10 +97,38 @@ bool on_my_stack(std::uintptr_t begin, std::uintptr_t end) {
   return got != 0 || (begin < low + bytes && end > low);
 }
 
+namespace {
+
+// This process's /proc/self/pagemap, opened once per thread (each check would otherwise pay an
+// open and a close) and again in a child after fork: an inherited descriptor reads the parent's
+// pages. Per thread, so that the program's thread and the progress worker need no lock (which a
+// fork could leave held in the child).
+class Pagemap {
+ public:
+  ~Pagemap() {
+    if (fd_ >= 0 && owner_ == getpid()) close(fd_);
+  }
+  int fd() {
+    if (owner_ != getpid()) {
+      if (fd_ >= 0) close(fd_);  // the parent's, inherited
+      fd_ = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+      owner_ = getpid();
+    }
+    return fd_;
+  }
+
+ private:
+  int fd_ = -1;
+  pid_t owner_ = 0;
+};
+thread_local Pagemap pagemap;
+
+}  // namespace
+
 bool pages_present_and_shared(std::uintptr_t begin, std::uintptr_t end) {
   constexpr std::uint64_t kPresent = 1ull << 63, kFileOrShared = 1ull << 61;
   constexpr std::uintptr_t kPage = 4096;
-  const int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  const int fd = pagemap.fd();
   if (fd < 0) return false;
   std::uint64_t entries[512];
   bool all = true;
@@ -119,7 +147,6 @@ bool pages_present_and_shared(std::uintptr_t begin, std::uintptr_t end) {
     }
     page += read * kPage;
   }
-  close(fd);
   return all;
 }
 
