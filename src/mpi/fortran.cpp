@@ -43,6 +43,22 @@ void free_op(MPI_Fint* op, MPI_Fint* ierror) {
 
 #if defined(OPEN_MPI)
 
+namespace shmcoll::mpi {
+
+const FortranSentinels& fortran_sentinels() {
+  static const char no_such_sentinel = 0;
+  auto address_of = [](const char* name) -> const void* {
+    const void* found = dlsym(RTLD_DEFAULT, name);
+    return found ? found : &no_such_sentinel;
+  };
+  static const FortranSentinels found{
+      address_of("mpi_fortran_in_place_"), address_of("mpi_fortran_bottom_"),
+      address_of("mpi_fortran_status_ignore_"), address_of("mpi_fortran_statuses_ignore_")};
+  return found;
+}
+
+}  // namespace shmcoll::mpi
+
 using F = MPI_Fint;
 
 SHMCOLL_FORTRAN(init, INIT, (F * ierror), (ierror)) {

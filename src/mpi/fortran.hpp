@@ -23,22 +23,27 @@ inline void set_logical(MPI_Fint* flag, int value) {
 
 #if defined(OPEN_MPI)
 
-// Open MPI's Fortran constants, the addresses of its own variables.
-extern "C" {
-extern MPI_Fint mpi_fortran_in_place_;
-extern MPI_Fint mpi_fortran_bottom_;
-extern MPI_Fint mpi_fortran_status_ignore_;
-extern MPI_Fint mpi_fortran_statuses_ignore_;
-}
-
 namespace shmcoll::mpi {
 
+// Open MPI's Fortran constants (MPI_IN_PLACE, MPI_BOTTOM, MPI_STATUS(ES)_IGNORE) are the addresses
+// of variables of its Fortran support, which an Open MPI built without Fortran does not have: they
+// are looked up at the first Fortran call, not linked, so that the layer loads into such an MPI
+// too (where no Fortran program calls these entry points). One that is missing is an address no
+// argument can have.
+struct FortranSentinels {
+  const void* in_place;
+  const void* bottom;
+  const void* status_ignore;
+  const void* statuses_ignore;
+};
+const FortranSentinels& fortran_sentinels();
+
 inline const void* send_buffer(const void* buffer) {
-  if (buffer == &mpi_fortran_in_place_) return MPI_IN_PLACE;
-  return buffer == &mpi_fortran_bottom_ ? MPI_BOTTOM : buffer;
+  if (buffer == fortran_sentinels().in_place) return MPI_IN_PLACE;
+  return buffer == fortran_sentinels().bottom ? MPI_BOTTOM : buffer;
 }
 inline void* recv_buffer(void* buffer) {
-  return buffer == &mpi_fortran_bottom_ ? MPI_BOTTOM : buffer;
+  return buffer == fortran_sentinels().bottom ? MPI_BOTTOM : buffer;
 }
 inline MPI_Comm comm_of(const MPI_Fint* comm) {
   return MPI_Comm_f2c(*comm);

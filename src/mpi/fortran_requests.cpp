@@ -54,7 +54,7 @@ class Status {
   MPI_Status* c() { return ignored() ? MPI_STATUS_IGNORE : &c_status_; }
 
  private:
-  bool ignored() const { return status_ == &mpi_fortran_status_ignore_; }
+  bool ignored() const { return status_ == fortran_sentinels().status_ignore; }
   F* status_;
   MPI_Status c_status_{};
 };
@@ -80,12 +80,12 @@ class Requests {
   Requests& operator=(const Requests&) = delete;
   MPI_Request* c() { return c_requests_; }
   MPI_Status* c_statuses() {
-    return statuses_ == &mpi_fortran_statuses_ignore_ ? MPI_STATUSES_IGNORE : c_statuses_;
+    return statuses_ == fortran_sentinels().statuses_ignore ? MPI_STATUSES_IGNORE : c_statuses_;
   }
   // The first `n` statuses back to Fortran (all of them, or those of the requests completed,
   // in the order of their indices).
   void return_statuses(int n) {
-    if (statuses_ == nullptr || statuses_ == &mpi_fortran_statuses_ignore_) return;
+    if (statuses_ == nullptr || statuses_ == fortran_sentinels().statuses_ignore) return;
     constexpr int kFortranStatusInts = sizeof(MPI_Status) / sizeof(F);
     for (int i = 0; i < n; ++i)
       PMPI_Status_c2f(&c_statuses_[i], statuses_ + i * kFortranStatusInts);
