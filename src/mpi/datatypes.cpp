@@ -280,11 +280,28 @@ const Datatype& unused_type() {
   return unused;
 }
 
-std::span<const std::int64_t> widen(const int* values, int n, int slot) {
+namespace {
+
+template <typename Value>
+std::span<const std::int64_t> widen_any(const Value* values, int n, int slot) {
   if (!values || n <= 0) return {};
   auto& array = wide_array(n, slot);
-  for (int i = 0; i < n; ++i) array[i] = values[i];
+  for (int i = 0; i < n; ++i) array[i] = static_cast<std::int64_t>(values[i]);
   return {array.data(), static_cast<std::size_t>(n)};
+}
+
+}  // namespace
+
+std::span<const std::int64_t> widen(const int* values, int n, int slot) {
+  return widen_any(values, n, slot);
+}
+
+std::span<const std::int64_t> widen(const long long* values, int n, int slot) {
+  return widen_any(values, n, slot);
+}
+
+std::span<const std::int64_t> widen(const long* values, int n, int slot) {
+  return widen_any(values, n, slot);
 }
 
 std::span<const std::int64_t> repeat(std::int64_t value, int n, int slot) {

@@ -158,6 +158,9 @@ inline std::size_t bytes_of(int count, const Datatype& type) {
 // The arrays are the layer's own, reused (slot 0-3), so once grown to the communicator's size a
 // call allocates nothing. Null `values` (insignificant on this rank): an empty span.
 std::span<const std::int64_t> widen(const int* values, int n, int slot);
+// MPI-4's large-count forms: MPI_Count counts, MPI_Aint displacements.
+std::span<const std::int64_t> widen(const long long* values, int n, int slot);
+std::span<const std::int64_t> widen(const long* values, int n, int slot);
 // `n` copies of `value`, likewise.
 std::span<const std::int64_t> repeat(std::int64_t value, int n, int slot);
 // Alltoallw's per-peer types (slot 0 send, 1 recv); nullopt when one that moves data cannot be
@@ -246,11 +249,12 @@ class Arguments {
     if (valid() && (root < 0 || root >= size_)) bad(MPI_ERR_ROOT, "root", -1, root);
     return *this;
   }
-  Arguments& count(const char* name, int count) {
+  Arguments& count(const char* name, std::int64_t count) {  // int, or MPI-4's MPI_Count
     if (valid() && count < 0) bad(MPI_ERR_COUNT, name, -1, count);
     return *this;
   }
-  Arguments& counts(const char* name, const int* counts) {  // one per rank; null: insignificant
+  template <typename Count>  // one per rank; null: insignificant
+  Arguments& counts(const char* name, const Count* counts) {
     for (int rank = 0; counts && valid() && rank < size_; ++rank) {
       if (counts[rank] < 0) bad(MPI_ERR_COUNT, name, rank, counts[rank]);
     }
@@ -261,7 +265,7 @@ class Arguments {
   int raise(MPI_Comm comm, CallTimer& timer) const;
 
  private:
-  void bad(int error_class, const char* name, int index, int value) {
+  void bad(int error_class, const char* name, int index, std::int64_t value) {
     error_class_ = error_class, name_ = name, index_ = index, value_ = value;
   }
   const char* call_;
@@ -269,7 +273,7 @@ class Arguments {
   int error_class_ = MPI_SUCCESS;
   const char* name_ = nullptr;  // the first bad argument, its index (-1: not an array), value
   int index_ = -1;
-  int value_ = 0;
+  std::int64_t value_ = 0;
 };
 
 }  // namespace shmcoll::mpi

@@ -187,11 +187,13 @@ std::optional<int> allgatherv_on(const Mode& mode, CallTimer& timer, const void*
   });
 }
 
-template <typename Mode>
+// Counts and displacements as int, or as MPI-4's MPI_Count and MPI_Aint (the _c form).
+template <typename Mode, typename Count, typename Displacement>
 std::optional<int> alltoallv_on(const Mode& mode, CallTimer& timer, const void* sendbuf,
-                                const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
-                                void* recvbuf, const int recvcounts[], const int rdispls[],
-                                MPI_Datatype recvtype, MPI_Comm comm) {
+                                const Count sendcounts[], const Displacement sdispls[],
+                                MPI_Datatype sendtype, void* recvbuf, const Count recvcounts[],
+                                const Displacement rdispls[], MPI_Datatype recvtype,
+                                MPI_Comm comm) {
   const Route route = mode.route(comm);
   if (route.size() == 0) return std::nullopt;
   const bool sends = sendbuf != MPI_IN_PLACE;
@@ -576,6 +578,19 @@ int MPI_Alltoallw_init(const void* sendbuf, const int sendcounts[], const int sd
   }
   return PMPI_Alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
                              recvtypes, comm, info, request);
+}
+#endif  // MPI_VERSION >= 4
+
+#if MPI_VERSION >= 4
+int MPI_Alltoallv_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[],
+                    MPI_Datatype sendtype, void* recvbuf, const MPI_Count recvcounts[],
+                    const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm) {
+  CallTimer timer(Collective::alltoallv);
+  const auto done = alltoallv_on(RunNow{}, timer, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                 recvcounts, rdispls, recvtype, comm);
+  return done ? *done
+              : PMPI_Alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                                 rdispls, recvtype, comm);
 }
 #endif  // MPI_VERSION >= 4
 

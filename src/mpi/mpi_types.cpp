@@ -365,11 +365,11 @@ int Arguments::raise(MPI_Comm comm, CallTimer& timer) const {
   if (index_ >= 0) std::snprintf(index, sizeof index, "[%d]", index_);
   char message[160];
   if (error_class_ == MPI_ERR_ROOT) {
-    std::snprintf(message, sizeof message, "%s: %s %d is out of range [0, %d)", call_, name_,
-                  value_, size_);
+    std::snprintf(message, sizeof message, "%s: %s %lld is out of range [0, %d)", call_, name_,
+                  static_cast<long long>(value_), size_);
   } else {
-    std::snprintf(message, sizeof message, "%s: %s%s must be non-negative, got %d", call_, name_,
-                  index, value_);
+    std::snprintf(message, sizeof message, "%s: %s%s must be non-negative, got %lld", call_, name_,
+                  index, static_cast<long long>(value_));
   }
   return raise_class(comm, error_class_, message);
 }

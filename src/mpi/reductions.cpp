@@ -63,9 +63,10 @@ std::optional<int> barrier_on(const Mode& mode, CallTimer& timer, MPI_Comm comm)
 }
 
 template <typename Mode>
-std::optional<int> bcast_on(const Mode& mode, CallTimer& timer, void* buffer, int count,
+std::optional<int> bcast_on(const Mode& mode, CallTimer& timer, void* buffer, std::int64_t count,
                             MPI_Datatype type, int root, MPI_Comm comm) {
   const Route route = mode.route(comm);
+  if (!fits_node_by_node(route, count)) return std::nullopt;
   const auto shm_type = mode.keep(route.size() > 0 ? datatype_of(type) : nullptr);
   if (!shm_type) return std::nullopt;
   Arguments arguments("MPI_Bcast", route.size());
@@ -74,15 +75,25 @@ std::optional<int> bcast_on(const Mode& mode, CallTimer& timer, void* buffer, in
     if (route.team) {
       route.team->bcast(buffer, count, *shm_type, root);
     } else {
-      route.nodes->bcast(buffer, count, type, *shm_type, root);
+      route.nodes->bcast(buffer, static_cast<int>(count), type, *shm_type, root);
     }
   });
 }
 
+// MPI_Bcast's body for its int and MPI_Count forms: the layer's path, else `pmpi`.
+template <typename Count, typename Pmpi>
+int bcast_now(void* buffer, Count count, MPI_Datatype type, int root, MPI_Comm comm, Pmpi pmpi) {
+  CallTimer timer(Collective::bcast);
+  if (const auto done = bcast_on(RunNow{}, timer, buffer, count, type, root, comm)) return *done;
+  return pmpi(buffer, count, type, root, comm);
+}
+
 template <typename Mode>
 std::optional<int> reduce_on(const Mode& mode, CallTimer& timer, const void* sendbuf, void* recvbuf,
-                             int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm) {
+                             std::int64_t count, MPI_Datatype type, MPI_Op op, int root,
+                             MPI_Comm comm) {
   const Route route = mode.route(comm);
+  if (!fits_node_by_node(route, count)) return std::nullopt;
   const auto reduction = route.size() > 0 ? reduction_of(type, op) : std::nullopt;
   if (!reduction || !serves_across_nodes(route, *reduction)) return std::nullopt;
   Arguments arguments("MPI_Reduce", route.size());
@@ -93,16 +104,17 @@ std::optional<int> reduce_on(const Mode& mode, CallTimer& timer, const void* sen
     if (route.team) {
       route.team->reduce(send_of(sendbuf), result, count, reduction->dtype, reduction->op, root);
     } else {
-      route.nodes->reduce(sendbuf, recvbuf, count, type, op, *reduction, root);
+      route.nodes->reduce(sendbuf, recvbuf, static_cast<int>(count), type, op, *reduction, root);
     }
   });
 }
 
 template <typename Mode>
 std::optional<int> allreduce_on(const Mode& mode, CallTimer& timer, const void* sendbuf,
-                                void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
+                                void* recvbuf, std::int64_t count, MPI_Datatype type, MPI_Op op,
                                 MPI_Comm comm) {
   const Route route = mode.route(comm);
+  if (!fits_node_by_node(route, count)) return std::nullopt;
   const auto reduction = route.size() > 0 ? reduction_of(type, op) : std::nullopt;
   if (!reduction || !serves_across_nodes(route, *reduction)) return std::nullopt;
   Arguments arguments("MPI_Allreduce", route.size());
@@ -111,7 +123,7 @@ std::optional<int> allreduce_on(const Mode& mode, CallTimer& timer, const void* 
     if (route.team) {
       route.team->allreduce(send_of(sendbuf), recvbuf, count, reduction->dtype, reduction->op);
     } else {
-      route.nodes->allreduce(sendbuf, recvbuf, count, type, op, *reduction);
+      route.nodes->allreduce(sendbuf, recvbuf, static_cast<int>(count), type, op, *reduction);
     }
   });
 }
@@ -179,9 +191,7 @@ int MPI_Ibarrier(MPI_Comm comm, MPI_Request* request) {
 }
 
 int MPI_Bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
-  CallTimer timer(Collective::bcast);
-  if (const auto done = bcast_on(RunNow{}, timer, buffer, count, type, root, comm)) return *done;
-  return PMPI_Bcast(buffer, count, type, root, comm);
+  return bcast_now(buffer, count, type, root, comm, PMPI_Bcast);
 }
 
 int MPI_Ibcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm,
@@ -407,5 +417,61 @@ int MPI_Reduce_local(const void* inbuf, void* inoutbuf, int count, MPI_Datatype 
   }
   return PMPI_Reduce_local(inbuf, inoutbuf, count, type, op);
 }
+
+#if MPI_VERSION >= 4
+// MPI-4's large-count forms (MPI_Count counts), served as the int ones; node by node, where the
+// leaders' PMPI calls take int counts, past INT_MAX they go to PMPI (fits_node_by_node).
+
+int MPI_Bcast_c(void* buffer, MPI_Count count, MPI_Datatype type, int root, MPI_Comm comm) {
+  return bcast_now(buffer, count, type, root, comm, PMPI_Bcast_c);
+}
+
+int MPI_Ibcast_c(void* buffer, MPI_Count count, MPI_Datatype type, int root, MPI_Comm comm,
+                 MPI_Request* request) {
+  CallTimer timer(Collective::bcast);
+  const auto done =
+      bcast_on(RunLater::nonblocking(request), timer, buffer, count, type, root, comm);
+  return done ? *done : PMPI_Ibcast_c(buffer, count, type, root, comm, request);
+}
+
+int MPI_Reduce_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
+                 int root, MPI_Comm comm) {
+  CallTimer timer(Collective::reduce);
+  const auto done = reduce_on(RunNow{}, timer, sendbuf, recvbuf, count, type, op, root, comm);
+  return done ? *done : PMPI_Reduce_c(sendbuf, recvbuf, count, type, op, root, comm);
+}
+
+int MPI_Ireduce_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
+                  int root, MPI_Comm comm, MPI_Request* request) {
+  CallTimer timer(Collective::reduce);
+  const auto done = reduce_on(RunLater::nonblocking(request), timer, sendbuf, recvbuf, count, type,
+                              op, root, comm);
+  return done ? *done : PMPI_Ireduce_c(sendbuf, recvbuf, count, type, op, root, comm, request);
+}
+
+int MPI_Allreduce_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype type,
+                    MPI_Op op, MPI_Comm comm) {
+  CallTimer timer(Collective::allreduce);
+  const auto done = allreduce_on(RunNow{}, timer, sendbuf, recvbuf, count, type, op, comm);
+  return done ? *done : PMPI_Allreduce_c(sendbuf, recvbuf, count, type, op, comm);
+}
+
+int MPI_Iallreduce_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype type,
+                     MPI_Op op, MPI_Comm comm, MPI_Request* request) {
+  CallTimer timer(Collective::allreduce);
+  const auto done =
+      allreduce_on(RunLater::nonblocking(request), timer, sendbuf, recvbuf, count, type, op, comm);
+  return done ? *done : PMPI_Iallreduce_c(sendbuf, recvbuf, count, type, op, comm, request);
+}
+
+int MPI_Allreduce_init_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype type,
+                         MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
+  CallTimer timer(Collective::allreduce);
+  const auto done =
+      allreduce_on(RunLater::persistent(request), timer, sendbuf, recvbuf, count, type, op, comm);
+  return done ? *done
+              : PMPI_Allreduce_init_c(sendbuf, recvbuf, count, type, op, comm, info, request);
+}
+#endif  // MPI_VERSION >= 4
 
 }  // extern "C"

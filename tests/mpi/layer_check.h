@@ -48,6 +48,8 @@ void check_byte_types(MPI_Comm comm);
 // MPI_BOTTOM with struct types of absolute addresses in bcast, gather, allgather and alltoallw,
 // blocking and nonblocking.
 void check_bottom(MPI_Comm comm);
+// MPI-4's large-count forms (MPI_Allreduce_c ...) where the MPI has them; nothing elsewhere.
+void check_large_count_forms(MPI_Comm comm);
 // Alltoall, allgather, scatter, bcast and allreduce on MPI_Alloc_mem buffers, fresh each time.
 void check_alloc_mem(MPI_Comm comm);
 // Reduce_scatter(_block), scan and exscan, in place and not, with a non-commutative op.

@@ -326,6 +326,7 @@ static void check_all(MPI_Comm comm) {
   check_mixed_type_maps(comm);
   check_alloc_mem(comm);
   check_bottom(comm);
+  check_large_count_forms(comm);
   check_errors(comm);
 }
 

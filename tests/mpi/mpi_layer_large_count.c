@@ -1,0 +1,132 @@
+// MPI-4's large-count forms (MPI_Count counts, MPI_Aint displacements) where the MPI has them
+// (MPICH 4; Open MPI 4.1 says MPI 3.1): bcast, reduce, allreduce (blocking, nonblocking and
+// persistent) and alltoallv, small and large, each result checked against the inputs. The
+// layer serves them as the int forms (the run's verbose table and SHMCOLL_TEST_NO_PMPI show it).
+// Counts past INT_MAX are left out: 2 GiB buffers per rank do not fit this machine's memory.
+#define _GNU_SOURCE  // dladdr
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layer_check.h"
+
+#if MPI_VERSION >= 4
+
+static long long input(int rank, MPI_Count i) {
+  return (long long)rank * 1000003 + i % 9973;
+}
+
+static void check_reductions_c(MPI_Comm comm, MPI_Count n) {
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  long long* mine = malloc(sizeof(long long) * (size_t)n);
+  long long* sum = malloc(sizeof(long long) * (size_t)n);
+  for (MPI_Count i = 0; i < n; ++i) mine[i] = input(rank, i);
+  long long ranks_total = (long long)size * (size - 1) / 2;
+  int bad = 0;
+
+  MPI_Allreduce_c(mine, sum, n, MPI_LONG_LONG, MPI_SUM, comm);
+  for (MPI_Count i = 0; i < n; ++i) bad += sum[i] != ranks_total * 1000003 + size * (i % 9973);
+  MPI_Request request;
+  MPI_Iallreduce_c(mine, sum, n, MPI_LONG_LONG, MPI_MAX, comm, &request);
+  MPI_Wait(&request, MPI_STATUS_IGNORE);
+  for (MPI_Count i = 0; i < n; ++i) bad += sum[i] != input(size - 1, i);
+  MPI_Allreduce_init_c(mine, sum, n, MPI_LONG_LONG, MPI_MIN, comm, MPI_INFO_NULL, &request);
+  for (int round = 0; round < 2; ++round) {
+    MPI_Start(&request);
+    MPI_Wait(&request, MPI_STATUS_IGNORE);
+    for (MPI_Count i = 0; i < n; ++i) bad += sum[i] != input(0, i);
+  }
+  MPI_Request_free(&request);
+
+  const int root = size - 1;
+  for (MPI_Count i = 0; i < n; ++i) sum[i] = -1;
+  MPI_Reduce_c(mine, sum, n, MPI_LONG_LONG, MPI_SUM, root, comm);
+  if (rank == root)
+    for (MPI_Count i = 0; i < n; ++i) bad += sum[i] != ranks_total * 1000003 + size * (i % 9973);
+  MPI_Ireduce_c(mine, sum, n, MPI_LONG_LONG, MPI_MAX, 0, comm, &request);
+  MPI_Wait(&request, MPI_STATUS_IGNORE);
+  if (rank == 0)
+    for (MPI_Count i = 0; i < n; ++i) bad += sum[i] != input(size - 1, i);
+
+  for (MPI_Count i = 0; i < n; ++i) sum[i] = rank == root ? input(root, i) : -1;
+  MPI_Bcast_c(sum, n, MPI_LONG_LONG, root, comm);
+  for (MPI_Count i = 0; i < n; ++i) bad += sum[i] != input(root, i);
+  for (MPI_Count i = 0; i < n; ++i) sum[i] = rank == 0 ? input(0, i) : -1;
+  MPI_Ibcast_c(sum, n, MPI_LONG_LONG, 0, comm, &request);
+  MPI_Wait(&request, MPI_STATUS_IGNORE);
+  for (MPI_Count i = 0; i < n; ++i) bad += sum[i] != input(0, i);
+  CHECK(bad == 0, "large-count reductions and bcasts of %lld elements: %d wrong", (long long)n,
+        bad);
+  absorb(sum, sizeof(long long) * (size_t)n);
+  free(mine);
+  free(sum);
+}
+
+// Rank r sends (r + peer) % 3 + `base` ints to each peer, blocks laid out back to front, so
+// counts and displacements both matter.
+static void check_alltoallv_c(MPI_Comm comm, MPI_Count base) {
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  MPI_Count* send_counts = malloc(sizeof(MPI_Count) * size);
+  MPI_Count* recv_counts = malloc(sizeof(MPI_Count) * size);
+  MPI_Aint* send_displs = malloc(sizeof(MPI_Aint) * size);
+  MPI_Aint* recv_displs = malloc(sizeof(MPI_Aint) * size);
+  MPI_Count send_total = 0, recv_total = 0;
+  for (int peer = size - 1; peer >= 0; --peer) {
+    send_counts[peer] = (rank + peer) % 3 + base;
+    send_displs[peer] = (MPI_Aint)send_total;
+    send_total += send_counts[peer];
+    recv_counts[peer] = (peer + rank) % 3 + base;
+    recv_displs[peer] = (MPI_Aint)recv_total;
+    recv_total += recv_counts[peer];
+  }
+  int* send = malloc(sizeof(int) * (size_t)send_total);
+  int* recv = malloc(sizeof(int) * (size_t)recv_total);
+  for (int peer = 0; peer < size; ++peer)
+    for (MPI_Count i = 0; i < send_counts[peer]; ++i)
+      send[send_displs[peer] + i] = rank * 100000 + peer * 1000 + (int)(i % 997);
+  MPI_Alltoallv_c(send, send_counts, send_displs, MPI_INT, recv, recv_counts, recv_displs, MPI_INT,
+                  comm);
+  int bad = 0;
+  for (int peer = 0; peer < size; ++peer)
+    for (MPI_Count i = 0; i < recv_counts[peer]; ++i)
+      bad += recv[recv_displs[peer] + i] != peer * 100000 + rank * 1000 + (int)(i % 997);
+  CHECK(bad == 0, "alltoallv_c with blocks of %lld+ ints: %d wrong", (long long)base, bad);
+  absorb(recv, sizeof(int) * (size_t)recv_total);
+  free(send), free(recv), free(send_counts), free(recv_counts), free(send_displs),
+      free(recv_displs);
+}
+
+// Where the layer is loaded, each large-count entry point the program calls is the layer's: a
+// form it did not define would go straight to the MPI, unseen.
+static void check_entry_points_are_the_layers(void) {
+  if (!shmcoll_mpi_layer_version) return;
+  const char* names[] = {"MPI_Bcast_c",          "MPI_Ibcast_c",    "MPI_Reduce_c",
+                         "MPI_Ireduce_c",        "MPI_Allreduce_c", "MPI_Iallreduce_c",
+                         "MPI_Allreduce_init_c", "MPI_Alltoallv_c"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i) {
+    Dl_info where;
+    void* entry = dlsym(RTLD_DEFAULT, names[i]);
+    CHECK(entry && dladdr(entry, &where) && where.dli_fname && strstr(where.dli_fname, "shmcoll"),
+          "%s is not the layer's (%s)", names[i], entry && where.dli_fname ? where.dli_fname : "-");
+  }
+}
+
+void check_large_count_forms(MPI_Comm comm) {
+  check_entry_points_are_the_layers();
+  check_reductions_c(comm, 7);
+  check_reductions_c(comm, 300000);  // 2.4 MB: the large paths
+  check_alltoallv_c(comm, 1);
+  check_alltoallv_c(comm, 70000);
+}
+
+#else
+
+void check_large_count_forms(MPI_Comm comm) {
+  (void)comm;
+}
+
+#endif
