@@ -1,6 +1,7 @@
 #include "api/environment.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 
 #include "api/launch_env.hpp"
@@ -28,6 +29,14 @@ const MpiLayerSettings& mpi_layer_settings() {
     read.pool_teams = env_count(kMpiPoolTeamsEnv, read.pool_teams);
     read.team_after_calls = env_count(kMpiTeamAfterCallsEnv, read.team_after_calls);
     read.new_team_after_calls = env_count(kMpiNewTeamAfterEnv, read.new_team_after_calls);
+    // Renamed when the rule became a count of calls (runs must take the same path every time):
+    // a setting of the old name would otherwise be dropped without a word.
+    if (std::getenv("SHMCOLL_MPI_NEW_TEAM_AFTER_US")) {
+      std::fprintf(stderr,
+                   "shmcoll: SHMCOLL_MPI_NEW_TEAM_AFTER_US is ignored: a communicator now earns a "
+                   "team by its calls, %s (default %d)\n",
+                   kMpiNewTeamAfterEnv, MpiLayerSettings{}.new_team_after_calls);
+    }
     read.node_by_node = env_count(kMpiNodeByNodeEnv, read.node_by_node ? 1 : 0) != 0;
     return read;
   }();

@@ -63,6 +63,10 @@ run slow -- paced 400 3000
 split_of() { awk '$1 == "shmcoll:" && $2 == "allreduce" {print $4, $6}' "$work/$1"; }
 [ "$(split_of quick)" == "$(split_of slow)" ] ||
   { cat "$work/quick" "$work/slow"; echo "FAIL: slower calls changed which calls shmcoll served"; exit 1; }
+# The rule's old name is refused aloud, not dropped.
+run old_name SHMCOLL_MPI_NEW_TEAM_AFTER_US=5 -- dup 10
+grep -q "SHMCOLL_MPI_NEW_TEAM_AFTER_US is ignored" "$work/old_name" ||
+  { cat "$work/old_name"; echo "FAIL: the old name was dropped silently"; exit 1; }
 # The team cap decided by use: with room for two teams (MPI_COMM_WORLD's and one more), the second
 # communicator is refused while the first holds one, and gets the first's (from the pool) once
 # that one is freed.
