@@ -31,11 +31,12 @@ const MpiLayerSettings& mpi_layer_settings() {
     read.new_team_after_calls = env_count(kMpiNewTeamAfterEnv, read.new_team_after_calls);
     // Renamed when the rule became a count of calls (runs must take the same path every time):
     // a setting of the old name would otherwise be dropped without a word.
-    if (std::getenv("SHMCOLL_MPI_NEW_TEAM_AFTER_US")) {
+    if (std::getenv(kMpiNewTeamAfterRetiredEnv)) {
       std::fprintf(stderr,
-                   "shmcoll: SHMCOLL_MPI_NEW_TEAM_AFTER_US is ignored: a communicator now earns a "
-                   "team by its calls, %s (default %d)\n",
-                   kMpiNewTeamAfterEnv, MpiLayerSettings{}.new_team_after_calls);
+                   "shmcoll: %s is ignored: a communicator now earns a team by its calls, %s "
+                   "(default %d)\n",
+                   kMpiNewTeamAfterRetiredEnv, kMpiNewTeamAfterEnv,
+                   MpiLayerSettings{}.new_team_after_calls);
     }
     read.node_by_node = env_count(kMpiNodeByNodeEnv, read.node_by_node ? 1 : 0) != 0;
     return read;
@@ -73,6 +74,10 @@ std::vector<EnvironmentVariable> environment_variables() {
        "made most) before these ranks get a new team, checked at a communicator's calls n+1, then "
        "2 to 16 times as many; counted in calls, not time, so every run takes the same path; "
        "MPI_COMM_WORLD at its first check",
+       "MPI layer"},
+      {kMpiNewTeamAfterRetiredEnv, "-",
+       "retired: ignored, with a warning on stderr (the rule counts calls now, "
+       "SHMCOLL_MPI_NEW_TEAM_AFTER_CALLS)",
        "MPI layer"},
       {kMpiPoolTeamsEnv, std::to_string(defaults.pool_teams),
        "teams of freed communicators kept for the next communicator over the same ranks",

@@ -16,6 +16,8 @@ inline constexpr const char* kMpiFakeNodesEnv = "SHMCOLL_MPI_FAKE_NODES";
 inline constexpr const char* kMpiPoolTeamsEnv = "SHMCOLL_MPI_POOL_TEAMS";
 inline constexpr const char* kMpiTeamAfterCallsEnv = "SHMCOLL_MPI_TEAM_AFTER_CALLS";
 inline constexpr const char* kMpiNewTeamAfterEnv = "SHMCOLL_MPI_NEW_TEAM_AFTER_CALLS";
+// Its name until the rule counted calls instead of time: read only to say it is ignored.
+inline constexpr const char* kMpiNewTeamAfterRetiredEnv = "SHMCOLL_MPI_NEW_TEAM_AFTER_US";
 inline constexpr const char* kMpiNodeByNodeEnv = "SHMCOLL_MPI_NODE_BY_NODE";
 // A communicator's team's heap per rank: MPI programs bring their own buffers.
 inline constexpr std::size_t kMpiTeamHeapBytes = 4096;
