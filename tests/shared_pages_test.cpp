@@ -6,10 +6,12 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/capability.h>
 #include <numaif.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "shm/descriptor_passing.hpp"
 #include "shm/mappings.hpp"
 #include "shmcoll/shmcoll.hpp"
 #include "test_support.hpp"
@@ -91,10 +94,10 @@ TEST(SharedPages, MovesAPrivateBufferOnItsSecondUseKeepingItsContents) {
   EXPECT_FALSE(in_moved_mapping(buffer.mapping)) << "a page shared with other data moved";
   const auto again = shared_pages_for(buffer.data, buffer.bytes, true);
   ASSERT_TRUE(again);
-  EXPECT_EQ(again->inode, buffer.pages.inode);
+  EXPECT_EQ(again->key, buffer.pages.key);
   const auto part = shared_pages_for(buffer.data + 5 * kPage, 3 * kPage, true);
   ASSERT_TRUE(part) << "a part of a moved buffer is shared too";
-  EXPECT_EQ(part->inode, buffer.pages.inode);
+  EXPECT_EQ(part->key, buffer.pages.key);
 }
 
 // MPI_Alloc_mem's memory commits a page when it is first touched, as private memory does: a
@@ -221,7 +224,7 @@ TEST(SharedPages, AllocatedMemoryIsSharedFromItsFirstUseUntilFreed) {
   }
   const auto later = shared_pages_for(memory, kBytes, false);
   ASSERT_TRUE(later);
-  EXPECT_EQ(later->inode, first->inode);
+  EXPECT_EQ(later->key, first->key);
   EXPECT_TRUE(holds(memory, kBytes, 9));
 
   EXPECT_FALSE(free_shared_pages(memory + kPage)) << "freed by an address inside it";
@@ -275,7 +278,7 @@ TEST(SharedPages, UnmappedOrReplacedPagesAreNotHandedOutAgain) {
     fill(buffer->data, buffer->bytes, 4);  // new contents, same addresses
     const auto now = shared_pages_for(buffer->data, buffer->bytes, true);
     if (now) {
-      EXPECT_NE(now->inode, buffer->pages.inode) << "stale pages handed out";
+      EXPECT_NE(now->key, buffer->pages.key) << "stale pages handed out";
       EXPECT_FALSE(only_the_last_page) << "moved again over pages that are partly moved already";
     }
     EXPECT_TRUE(holds(buffer->data, buffer->bytes, 4));
@@ -300,7 +303,7 @@ TEST(SharedPages, ReplacedMiddlePagesAndLocalPolicyMemoryAreFoundStale) {
   for (MovedBuffer* buffer : {&middle, &local}) {
     fill(buffer->data, buffer->bytes, 8);
     const auto now = shared_pages_for(buffer->data, buffer->bytes, true);
-    EXPECT_FALSE(now && now->inode == buffer->pages.inode)
+    EXPECT_FALSE(now && now->key == buffer->pages.key)
         << (buffer == &middle ? "a buffer whose middle was replaced" : "a numa_alloc_local buffer")
         << " handed out as the old moved pages";
     EXPECT_TRUE(holds(buffer->data, buffer->bytes, 8));
@@ -318,7 +321,7 @@ TEST(SharedPages, DiscardedPagesReadAsZerosAsPrivateMemoryDoes) {
     ASSERT_EQ(buffer.data[i], std::byte((i * 131 + 5 * 7) >> 3)) << i;
   }
   EXPECT_FALSE(shared_pages_for(buffer.data, buffer.bytes, true) &&
-               shared_pages_for(buffer.data, buffer.bytes, true)->inode == buffer.pages.inode)
+               shared_pages_for(buffer.data, buffer.bytes, true)->key == buffer.pages.key)
       << "a registration with discarded pages is still handed out";
 }
 
@@ -367,10 +370,58 @@ TEST(SharedPages, AForkedChildGetsPrivateCopiesAndAPeerReadsTheSharedOnes) {
 // Issue 43 row 10: what a peer keeps mapped of others' pages (which keeps them alive after their
 // owner frees them) is bounded in bytes, not only in count: of four 96 MiB allocations mapped one
 // after the other, at most the last two (256 MiB) stay mapped. Sparse memfds: nothing is touched.
+// Issue 43, row 15: another process of the same user could open a rank's memfd through
+// /proc/<pid>/fd, read-write, which only ptrace-read permission guards. Now that path is closed,
+// and the memory reaches only a process that names its key.
+TEST(SharedPages, OnlyAProcessThatNamesItsKeyGetsTheMemory) {
+  constexpr std::size_t kBytes = std::size_t{1} << 20;
+  auto* memory = static_cast<std::uint32_t*>(shmcoll::shm::allocate_shared_pages(kBytes));
+  ASSERT_NE(memory, nullptr);
+  for (std::size_t i = 0; i < kBytes / 4; ++i) memory[i] = std::uint32_t(i * 2654435761u);
+  const auto pages = shared_pages_for(reinterpret_cast<std::byte*>(memory), kBytes, false);
+  ASSERT_TRUE(pages);
+  const pid_t owner = getpid();
+  const pid_t outsider = fork();
+  if (outsider == 0) {
+    // As root, the permission to override file modes would open anything: a user has none.
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct caps[2] = {};
+    if (syscall(SYS_capget, &header, caps) == 0) {
+      for (const int cap : {CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH}) {
+        caps[cap / 32].effective &= ~(1u << (cap % 32));
+      }
+      syscall(SYS_capset, &header, caps);
+    }
+    const std::string path = "/proc/" + std::to_string(owner) + "/fd/" + std::to_string(pages->fd);
+    if (open(path.c_str(), O_RDONLY | O_CLOEXEC) >= 0) _exit(1);
+    std::string why;
+    if (shmcoll::shm::fetch_descriptor(owner, pages->key ^ 1, why) >= 0) _exit(2);
+    SharedPages named = *pages;
+    const auto* mapped =
+        reinterpret_cast<const std::uint32_t*>(shmcoll::shm::map_peer_pages(owner, named, why));
+    if (!mapped) _exit(3);
+    for (std::size_t i = 0; i < kBytes / 4; ++i) {
+      if (mapped[i] != std::uint32_t(i * 2654435761u)) _exit(4);
+    }
+    _exit(0);
+  }
+  ASSERT_GT(outsider, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(outsider, &status, 0), outsider);
+  ASSERT_TRUE(WIFEXITED(status));
+  const char* failures[] = {"", "the memfd opened through /proc/<pid>/fd",
+                            "the owner handed its memfd out for a wrong key",
+                            "the owner did not hand its memfd out for its key",
+                            "the memfd handed out holds other bytes"};
+  EXPECT_EQ(WEXITSTATUS(status), 0) << failures[std::min(WEXITSTATUS(status), 4)];
+  shmcoll::shm::free_shared_pages(memory);
+}
+
 TEST(SharedPages, APeerKeepsABoundedNumberOfBytesOfOthersPagesMapped) {
   constexpr std::size_t kBytes = std::size_t{96} << 20;
   std::vector<void*> allocations;
   std::vector<SharedPages> pages;
+  std::vector<std::uint64_t> inodes;
   for (int i = 0; i < 4; ++i) {
     allocations.push_back(shmcoll::shm::allocate_shared_pages(kBytes));
     ASSERT_NE(allocations.back(), nullptr);
@@ -378,6 +429,9 @@ TEST(SharedPages, APeerKeepsABoundedNumberOfBytesOfOthersPagesMapped) {
         shared_pages_for(static_cast<std::byte*>(allocations.back()), kBytes, false);
     ASSERT_TRUE(shared);
     pages.push_back(*shared);
+    struct stat about {};
+    ASSERT_EQ(fstat(shared->fd, &about), 0);
+    inodes.push_back(about.st_ino);
   }
   const pid_t parent = getpid();
   const pid_t child = fork();
@@ -388,9 +442,9 @@ TEST(SharedPages, APeerKeepsABoundedNumberOfBytesOfOthersPagesMapped) {
     }
     int still_mapped = 0;  // mappings of the parent's allocations other than the inherited ones
     shmcoll::shm::for_each_mapping([&](const shmcoll::shm::Mapping& m) {
-      for (const SharedPages& theirs : pages) {
+      for (std::size_t i = 0; i < pages.size(); ++i) {
         still_mapped +=
-            m.inode == theirs.inode && m.begin != reinterpret_cast<std::uintptr_t>(theirs.begin);
+            m.inode == inodes[i] && m.begin != reinterpret_cast<std::uintptr_t>(pages[i].begin);
       }
       return true;
     });

@@ -85,7 +85,7 @@ BufferNote note_on(const shm::SharedPages& pages, const std::byte* data, std::si
   const std::size_t head = std::min(bytes, (within(pages.begin) + unit - 1) / unit * unit);
   const std::size_t tail_from = std::max(head, within(pages.begin + pages.bytes) / unit * unit);
   const std::uint64_t offset = tail_from > head ? std::uint64_t(data + head - pages.begin) : 0;
-  return {pages.fd, std::uint32_t(head), pages.inode, pages.bytes, offset, tail_from, bytes};
+  return {pages.fd, std::uint32_t(head), pages.key, pages.bytes, offset, tail_from, bytes};
 }
 
 BufferNote note_if_shared(const Context& ctx, const std::byte* data, std::size_t bytes,
@@ -151,7 +151,7 @@ template <typename Map>
 auto map_peer_buffer(Context& ctx, std::uint32_t rank, const BufferNote& note, Map&& map) {
   std::string why;
   return map(ctx.rounds.segment().profile(rank).pid.load(std::memory_order_relaxed),
-             shm::SharedPages{nullptr, note.memfd_bytes, note.fd, note.inode}, why);
+             shm::SharedPages{nullptr, note.memfd_bytes, note.fd, note.key}, why);
 }
 
 }  // namespace

@@ -30,7 +30,7 @@ namespace shmcoll::coll {
 struct BufferNote {
   std::int32_t fd;  // -1: not shared
   std::uint32_t head;
-  std::uint64_t inode;
+  std::uint64_t key;  // names the memfd to its owner (shm::SharedPages::key)
   std::uint64_t memfd_bytes;
   std::uint64_t offset;
   std::uint64_t tail_from;

@@ -4,7 +4,6 @@
 #include <numaif.h>
 #include <pthread.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -14,12 +13,12 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "shm/descriptor_passing.hpp"
 #include "shm/mappings.hpp"
 
 namespace shmcoll::shm {
@@ -144,15 +143,32 @@ class Registry {
     return registrations_.size();
   }
 
+  // A new descriptor of the memfd that `key` names, for a peer (descriptor_passing.hpp): of a
+  // live registration, or of a forgotten one still kept open; -1 for any other key.
+  static int descriptor_of(std::uint64_t key) {
+    Registry& registry = instance();
+    std::lock_guard lock(registry.mutex_);
+    int fd = -1;
+    for (const Registration& r : registry.registrations_) {
+      if (r.pages.key == key) fd = r.pages.fd;
+    }
+    for (const Retired& r : registry.retired_) {
+      if (r.key == key) fd = r.fd;
+    }
+    return fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  }
+
   void* allocate(std::size_t bytes) {
     bytes = (bytes + kPage - 1) & ~(kPage - 1);
     std::lock_guard lock(mutex_);
-    if (bytes == 0 || allocations_.size() == kMostAllocations) return nullptr;
-    const int fd = memfd_create(kMemfdName, MFD_CLOEXEC);
+    if (bytes == 0 || allocations_.size() == kMostAllocations ||
+        !serve_descriptors(descriptor_of)) {
+      return nullptr;
+    }
+    const int fd = new_private_memfd(kMemfdName);
     if (fd < 0) return nullptr;
     void* memory = MAP_FAILED;
-    struct stat about {};
-    if (ftruncate(fd, off_t(bytes)) == 0 && fstat(fd, &about) == 0) {
+    if (ftruncate(fd, off_t(bytes)) == 0) {
       memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     }
     // Pages are allocated as they are first touched, where the toucher runs, as private memory
@@ -171,7 +187,7 @@ class Registry {
     const std::uintptr_t begin = address(memory);
     allocations_.push_back({begin, begin + bytes});
     registrations_.push_back(
-        {{pointer(begin), bytes, fd, std::uint64_t(about.st_ino)}, ++clock_, kUsesToPay, true});
+        {{pointer(begin), bytes, fd, new_memfd_key()}, ++clock_, kUsesToPay, true});
     remember_moved({begin, begin + bytes});
     anything_moved.store(true, std::memory_order_release);
     return memory;
@@ -190,7 +206,7 @@ class Registry {
         continue;
       }
       // Its memory goes now, whoever still maps it: peers keep mappings of it cached, which no
-      // call names again (a new memfd has a new inode). No call can still be reading it: the
+      // call names again (a new memfd has a new key). No call can still be reading it: the
       // program frees memory only once its calls on it completed, and a call completes once
       // every peer is done with it.
       ftruncate(r.pages.fd, 0);
@@ -300,16 +316,14 @@ class Registry {
   // the memory does not qualify or the memfd cannot hold it.
   std::optional<SharedPages> move(std::uintptr_t begin, std::uintptr_t end) {
     const std::size_t bytes = end - begin;
-    // Peers open the memfd through /proc/<pid>/fd, which a non-dumpable process forbids.
-    if (prctl(PR_GET_DUMPABLE) != 1) return {};
     for (const std::uintptr_t page : {begin, end - kPage}) {
       if (policy_at(page) != MPOL_DEFAULT) return {};
     }
     if (on_my_stack(begin, end) || !private_anonymous(begin, end, kMemfdName) ||
-        !keeps_nothing_a_move_drops(begin, end)) {
+        !keeps_nothing_a_move_drops(begin, end) || !serve_descriptors(descriptor_of)) {
       return {};
     }
-    const int fd = memfd_create(kMemfdName, MFD_CLOEXEC);
+    const int fd = new_private_memfd(kMemfdName);
     if (fd < 0) return {};
     auto give_up = [&] {
       close(fd);
@@ -322,8 +336,6 @@ class Registry {
       if (wrote <= 0) return give_up();
       done += static_cast<std::size_t>(wrote);
     }
-    struct stat about {};
-    if (fstat(fd, &about) != 0) return give_up();
     // Populated: every page present, as pages_present_and_shared expects of moved pages.
     if (mmap(pointer(begin), bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED | MAP_POPULATE,
              fd, 0) == MAP_FAILED) {
@@ -334,7 +346,7 @@ class Registry {
       const Registration& r = registrations_[i];
       if (address(r.pages.begin) >= begin && r.end() <= end) forget(i);  // taken in
     }
-    const SharedPages pages{pointer(begin), bytes, fd, std::uint64_t(about.st_ino)};
+    const SharedPages pages{pointer(begin), bytes, fd, new_memfd_key()};
     registrations_.push_back({pages, clock_, 1});
     remember_moved({begin, end});
     anything_moved.store(true, std::memory_order_release);
@@ -362,7 +374,8 @@ class Registry {
   // another thread, or a nonblocking one, may have named it to a peer that has yet to open it
   // (one that comes too late takes the copy path).
   void forget(std::size_t i) {
-    retired_.push_back({registrations_[i].pages.fd, registrations_[i].pages.bytes});
+    const SharedPages& pages = registrations_[i].pages;
+    retired_.push_back({pages.fd, pages.bytes, pages.key});
     retired_bytes_ += registrations_[i].pages.bytes;
     registrations_.erase(registrations_.begin() + std::ptrdiff_t(i));
     while (retired_.size() > kRetiredDescriptors ||
@@ -401,6 +414,7 @@ class Registry {
   struct Retired {
     int fd;
     std::size_t bytes;
+    std::uint64_t key;
   };
   std::vector<Retired> retired_;  // descriptors of forgotten registrations, oldest first
   std::size_t retired_bytes_ = 0;
@@ -424,29 +438,23 @@ class PeerMappings {
     std::lock_guard lock(mutex_);
     ++clock_;
     for (PeerMapping& m : mappings_) {
-      if (m.pid == pid && m.theirs.fd == theirs.fd && m.theirs.inode == theirs.inode &&
-          m.theirs.bytes >= theirs.bytes && m.writable == writable) {
+      if (m.pid == pid && m.theirs.key == theirs.key && m.theirs.bytes >= theirs.bytes &&
+          m.writable == writable) {
         m.last_use = clock_;
         return m.base;
       }
     }
-    char path[64];
-    std::snprintf(path, sizeof path, "/proc/%d/fd/%d", pid, theirs.fd);
-    const int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
-    if (fd < 0) {
-      why = std::string("open ") + path + ": " + std::strerror(errno);
-      return nullptr;
-    }
+    const int fd = fetch_descriptor(pid, theirs.key, why);
+    if (fd < 0) return nullptr;
     struct stat about {};
     void* base = MAP_FAILED;
-    if (fstat(fd, &about) != 0 || std::uint64_t(about.st_ino) != theirs.inode ||
-        std::size_t(about.st_size) < theirs.bytes) {
-      why = std::string(path) + " is no longer the memfd it named";
+    if (fstat(fd, &about) != 0 || std::size_t(about.st_size) < theirs.bytes) {
+      why = "process " + std::to_string(pid) + "'s memfd is shorter than its note says";
     } else {
       // Not populated: the pages of a sparse allocation a call never reads stay unallocated.
       base =
           mmap(nullptr, theirs.bytes, PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED, fd, 0);
-      if (base == MAP_FAILED) why = std::string("mmap of ") + path + ": " + std::strerror(errno);
+      if (base == MAP_FAILED) why = std::string("mmap of a peer's memfd: ") + std::strerror(errno);
     }
     close(fd);
     if (base == MAP_FAILED) return nullptr;

@@ -2,10 +2,10 @@
 // start (MPI_Alloc_mem: allocate_shared_pages), and, only where the program opted in
 // (SHMCOLL_MOVE_PAGES=1: `may_move`), the whole pages of a private buffer that a rank sends from
 // again and again, moved in place onto a memfd: same addresses, same contents, but now shared
-// memory, which peers map once (through /proc/<pid>/fd/<n>) and copy from directly on every later
-// call, one copy instead of two. Moving changes the program's own mappings (what its locks, huge
-// pages, NUMA policies, pinned device registrations, mremap and fork see: docs/limits.md lists
-// the price), so by default nothing moves.
+// memory, which peers map once (its memfd handed to them by key: descriptor_passing.hpp) and
+// copy from directly on every later call, one copy instead of two. Moving changes the program's own
+// mappings (what its locks, huge pages, NUMA policies, pinned device registrations, mremap and fork
+// see: docs/limits.md lists the price), so by default nothing moves.
 //
 // What keeps moved pages correct while the program goes on using its memory as private:
 //   - only whole pages inside the buffer move (never the stack, file mappings, memory already
@@ -30,13 +30,13 @@
 namespace shmcoll::shm {
 
 // Pages of a sender's address space shared through its memfd: [begin, begin + bytes) is the
-// memfd's [0, bytes). `fd` and `inode` name the memfd to a peer (the inode tells a descriptor
-// number reused for another memfd).
+// memfd's [0, bytes), `fd` its descriptor in the sender. `key` names it to a peer, which asks the
+// sender for it by that key: random, never reused, and known only to those the team's notes tell.
 struct SharedPages {
   const std::byte* begin = nullptr;
   std::size_t bytes = 0;
   std::int32_t fd = -1;
-  std::uint64_t inode = 0;
+  std::uint64_t key = 0;
 };
 
 // Calls of a buffer before its pages are moved: moving costs about a copy and a half of the pages

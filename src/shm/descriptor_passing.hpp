@@ -1,0 +1,35 @@
+// How a process's shared pages (shared_pages.hpp) reach its peers, and no other process. Anyone
+// who may read /proc/<pid>/fd (ptrace-read permission: every process of the same user, whatever
+// Yama's ptrace_scope says) could open a memfd there whose mode lets them, and a memfd is made
+// with mode 0777 (issue 43, row 15). So every memfd here is made with mode 0 before anyone can
+// name it, and its owner hands it out itself: a small server thread answers, over a unix socket,
+// a peer that names the memfd by its key, a random number that only the team's notes carry. The
+// peer checks that the socket's other end is the process it meant to ask (SO_PEERCRED), the
+// server that the key is one of its memfds'. Where any of it fails (a peer in another network
+// namespace, an owner that cannot listen or does not answer in time), the peer takes the copy
+// path, as where it cannot map the pages.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace shmcoll::shm {
+
+// A memfd no other process can open through /proc/<pid>/fd (a process with CAP_DAC_OVERRIDE and
+// CAP_SYS_PTRACE aside, which may read this process's memory anyway); -1 where there is none.
+int new_private_memfd(const char* name);
+
+// A random key for a new memfd, never 0.
+std::uint64_t new_memfd_key();
+
+// Answers peers' keys with a duplicate of the descriptor `lookup` gives for the key (a new
+// descriptor the server closes once sent; -1: not mine), from a thread started once per process
+// (again in a forked child). `lookup` is called on that thread. False where it cannot listen.
+// Callers serialize the calls.
+using DescriptorLookup = int (*)(std::uint64_t key);
+bool serve_descriptors(DescriptorLookup lookup);
+
+// The descriptor process `pid` serves for `key`; -1, with the reason in `why`, where it does not.
+int fetch_descriptor(std::int32_t pid, std::uint64_t key, std::string& why);
+
+}  // namespace shmcoll::shm
