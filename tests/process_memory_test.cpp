@@ -81,11 +81,12 @@ TEST(ProcessMemory, ANoteIsHonouredOnlyByTheProcessThatWroteIt) {
   EXPECT_FALSE(read_process_memory(child, note, 0, got.data(), got.size())) << "after its exit";
 }
 
-// Makes process_vm_readv fail with EPERM in this process from now on.
-void refuse_cross_memory_reads() {
+// Makes process_vm_readv and process_vm_writev fail with EPERM in this process from now on.
+void refuse_cross_memory_copies() {
   sock_filter filter[] = {
       BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_readv, 0, 1),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_readv, 1, 0),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_writev, 0, 1),
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
   };
@@ -99,8 +100,8 @@ struct Failures {
 };
 
 // Every block of scatter, allgather and alltoall (and a column-typed receive, read through the
-// staging buffer) read out of the sender's memory; then rank 1 is refused the reads, and every
-// call still delivers, on and on.
+// staging buffer) read out of the sender's memory, and every gather's written into its root's;
+// then rank 1 is refused the kernel's copies, and every call still delivers, on and on.
 TEST(ProcessMemory, CollectivesReadSendersMemoryAndFallBackWhereTheKernelRefuses) {
   ScopedEnv cma("SHMCOLL_CMA_MIN", "65536");
   ScopedEnv slot("SHMCOLL_SLOT_BYTES", "262144");  // 3 ranks' blocks take rounds in the slots
@@ -119,7 +120,7 @@ TEST(ProcessMemory, CollectivesReadSendersMemoryAndFallBackWhereTheKernelRefuses
     };
     const shmcoll::Datatype bytes(Dtype::u8);
     for (int call = 0; call < 6; ++call) {
-      if (call == 3 && me == 1) refuse_cross_memory_reads();
+      if (call == 3 && me == 1) refuse_cross_memory_copies();
       const std::string when = " (call " + std::to_string(call) + ")";
       for (int to = 0; to < size; ++to) {
         for (std::size_t i = 0; i < kWords; ++i) send[to * kWords + i] = value(me, to, i, call);
@@ -142,6 +143,16 @@ TEST(ProcessMemory, CollectivesReadSendersMemoryAndFallBackWhereTheKernelRefuses
       good = true;
       for (std::size_t i = 0; i < kWords; ++i) good &= recv[i] == value(2, me, i, call);
       expect(good, "scatter" + when);
+      for (const int root : {0, 1}) {  // rank 1 writes, or is written into
+        std::fill(recv.begin(), recv.end(), 0);
+        team.gather(send.data(), kBlock, bytes, recv.data(), kBlock, bytes, root);
+        good = true;
+        for (int from = 0; from < size && me == root; ++from) {
+          for (std::size_t i = 0; i < kWords; ++i)
+            good &= recv[from * kWords + i] == value(from, 0, i, call);
+        }
+        expect(good, "gather at root " + std::to_string(root) + when);
+      }
       // Rank 0's blocks as every other word of the receivers' buffers.
       const shmcoll::Datatype every_other =
           shmcoll::Datatype::vector(kWords, 1, 2, shmcoll::Datatype(Dtype::u64));
@@ -153,6 +164,10 @@ TEST(ProcessMemory, CollectivesReadSendersMemoryAndFallBackWhereTheKernelRefuses
         good &= recv[2 * i] == value(0, me, i, call) && recv[2 * i + 1] == 0;
       }
       expect(good, "scatter into a column" + when);
+    }
+    // Rank 2 wrote its block into both roots in calls 0 to 2, by the kernel, not the slots.
+    if (me == 2) {
+      expect(shmcoll::shm::process_copy_counts().writes >= 6, "gathers written in place");
     }
   });
   EXPECT_EQ(failures->count.load(), 0);

@@ -31,18 +31,37 @@ inline Block block_at(const void* buffer, std::int64_t offset_bytes, std::int64_
 // Copies the packed bytes of `from` into the layout of `to` (the shorter length wins).
 void copy_block(const Block& from, const Block& to);
 
+// `bytes` in pieces that fit a buffer on the stack: step(offset, length, buffer) for each, in
+// order; false as soon as a step fails.
+template <typename Step>
+bool through_stack(std::size_t bytes, Step&& step) {
+  std::byte staging[16384];
+  for (std::size_t offset = 0; offset < bytes; offset += sizeof staging) {
+    if (!step(offset, std::min(sizeof staging, bytes - offset), staging)) return false;
+  }
+  return true;
+}
+
 // Fills `to`'s layout with `bytes` packed bytes that `fetch(offset, n, staging)` writes into a
 // buffer on the stack a piece at a time, for a layout that cannot take them in one piece; false
 // as soon as a fetch fails.
 template <typename Fetch>
 bool unpack_through_stack(const Block& to, std::size_t bytes, Fetch&& fetch) {
-  std::byte staging[16384];
-  for (std::size_t offset = 0; offset < bytes; offset += sizeof staging) {
-    const std::size_t n = std::min(sizeof staging, bytes - offset);
+  return through_stack(bytes, [&](std::size_t offset, std::size_t n, std::byte* staging) {
     if (!fetch(offset, n, staging)) return false;
     to.type->unpack_range(staging, to.count, offset, n, to.base);
-  }
-  return true;
+    return true;
+  });
+}
+
+// The other way: the first `bytes` of `from` packed into the buffer a piece at a time, each
+// handed to `deliver` (offset, length, piece); false as soon as a delivery fails.
+template <typename Deliver>
+bool pack_through_stack(const Block& from, std::size_t bytes, Deliver&& deliver) {
+  return through_stack(bytes, [&](std::size_t offset, std::size_t n, std::byte* staging) {
+    from.type->pack_range(from.base, from.count, offset, n, staging);
+    return deliver(offset, n, staging);
+  });
 }
 
 // One block per rank in a buffer, in MPI's three forms: regular (alltoall: `count` elements per

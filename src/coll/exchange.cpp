@@ -229,7 +229,8 @@ class Exchange {
   // a copy into my slot and one out of it (2 ranks, alltoall of 256 KiB-4 MiB written by the
   // program: 1.35-1.65x faster), at the price of the kernel pinning my pages
   // for the copy. Not where one rank receives everything (gather), which would read every
-  // sender's memory itself, one after the other, where senders fill their slots at once. Nor
+  // sender's memory itself, one after the other, where senders fill their slots at once (its
+  // senders write into the root's memory instead: gather.cpp). Nor
   // where a block goes to every rank (allgather) of more than 2: a read costs 1.5-2 copies here
   // (shmcoll-bench-cma), so n - 1 reads of a block cost more than its copy into my slot and the
   // n - 1 copies out of it from 3 ranks up (4 ranks on 2 cores, 256 KiB and 1 MiB: 0.87-1.56x

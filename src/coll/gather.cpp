@@ -1,11 +1,12 @@
 // gather(v) and allgather(v): every contributor packs its block once, into one region that the
-// root (gather) or every rank (allgather) reads; or, in a gather whose root's receive buffer has
-// shared pages, straight into that buffer.
+// root (gather) or every rank (allgather) reads; or, in a gather of long blocks, straight into the
+// root's receive buffer (its shared pages, or its memory through the kernel's copy).
 #include <algorithm>
 #include <cstring>
 
 #include "coll/exchange.hpp"
 #include "coll/shared_inputs.hpp"
+#include "shm/process_memory.hpp"
 #include "util/copy.hpp"
 #include "util/fail.hpp"
 
@@ -75,67 +76,61 @@ std::byte* dense_receive_buffer(const Layout& recv, std::uint32_t size, std::siz
   return begin;
 }
 
-// Gather straight into the root's receive buffer, when its pages are shared
-// (shm/shared_pages.hpp): in round one the root posts a note on the buffer; each sender copies
-// its block into the root's pages while the root copies its own, one copy each and all at once,
-// where through the slots the root copies every block itself. The bytes of a block in the partly
-// used pages at the buffer's ends go through its sender's slot in round two, which also tells
-// every rank the sender is done, or could not reach the root's pages (then all go on through the
-// exchange); each returns once every sender is. Regular gather only (in gatherv
-// the senders do not know where their block goes), and not where ranks share CPUs
-// (sharing_applies). When the root's buffer is not shared, the call goes on through the exchange,
-// one round later.
-bool gather_into_shared_pages(Context& ctx, const Block& send, const Layout& recv,
-                              std::uint32_t root, std::size_t block_bytes, const GatherSpec& spec) {
+// What the root of a gather posts in its first round when its receive buffer may take the
+// senders' blocks straight: a note on its shared pages, or else (bytes > 0) on its memory for the
+// kernel's copy.
+struct RootBufferNotes {
+  BufferNote pages;
+  shm::ProcessNote process;
+};
+static_assert(sizeof(RootBufferNotes) <= shm::kMessageBytes);
+
+// Whether senders write blocks of `block_bytes` into the root's memory with the kernel's
+// cross-memory copy (process_vm_writev): from SHMCOLL_CMA_MIN, until a rank is refused. Each
+// sender makes one copy, all at once, while the root copies its own block, where through the
+// slots the root copies every block out after its sender copied it in (2 bound ranks, gathers of
+// 256 KiB-4 MiB blocks on buffers the program wrote: see docs/performance.md). Every rank knows
+// the block length and the team's settings, so all decide alike.
+bool writes_into_root(const Context& ctx, std::size_t block_bytes) {
+  const std::uint64_t least = ctx.tunables.cma_min;
+  return least != 0 && block_bytes >= least && !ctx.cma_refused;
+}
+
+// The root's side of gather_into_root_buffer: the bytes of each sender's block in the partly
+// used pages at the ends of its shared buffer, out of the sender's slot of round `done`.
+void copy_outside_the_pages(Context& ctx, std::uint32_t root, std::size_t block_bytes,
+                            const BufferNote& note, std::byte* first, std::uint32_t done) {
+  for (std::uint32_t sender = 0; sender < ctx.rounds.size(); ++sender) {
+    if (sender == root) continue;
+    // Its bytes outside the shared pages, in order: before them, then after them.
+    const std::size_t begin = sender * block_bytes, end = begin + block_bytes;
+    const std::byte* outside = ctx.rounds.slot(sender, done);
+    const std::size_t before =
+        std::min(end, std::size_t(note.head)) - std::min(begin, std::size_t(note.head));
+    copy_bytes(first + begin, outside, before);
+    const std::size_t after_from = std::max(begin, std::size_t(note.tail_from));
+    if (end > after_from) copy_bytes(first + after_from, outside + before, end - after_from);
+  }
+}
+
+// A sender's side of gather_into_root_buffer through shared pages: my block's part in the
+// root's pages straight there, the rest into my slot of round `done`. False where I cannot map
+// the root's pages.
+bool write_into_root_pages(Context& ctx, const Block& send, std::uint32_t root,
+                           std::size_t block_bytes, const BufferNote& note, std::uint32_t done) {
   shm::Rounds& rounds = ctx.rounds;
-  const std::uint32_t me = rounds.rank(), size = rounds.size();
-  if (!sharing_applies(ctx, block_bytes)) return false;
-  const std::size_t span = block_bytes * size;
-  const std::uint32_t round = rounds.begin();
-  if (me == root) {
-    std::byte* const first = dense_receive_buffer(recv, size, block_bytes);
-    const BufferNote note = note_if_shared(ctx, first, span, 1);
-    rounds.publish_message(round, &note, sizeof note);
-    if (note.fd < 0) return false;
-    spec.copy_own();
-    const std::uint32_t done = rounds.begin();
-    if (!every_rank_reached(ctx, done, true)) return false;
-    for (std::uint32_t sender = 0; sender < size; ++sender) {
-      if (sender == root) continue;
-      // Its bytes outside the shared pages, in order: before them, then after them.
-      const std::size_t begin = sender * block_bytes, end = begin + block_bytes;
-      const std::byte* outside = rounds.slot(sender, done);
-      const std::size_t before =
-          std::min(end, std::size_t(note.head)) - std::min(begin, std::size_t(note.head));
-      copy_bytes(first + begin, outside, before);
-      const std::size_t after_from = std::max(begin, std::size_t(note.tail_from));
-      if (end > after_from) copy_bytes(first + after_from, outside + before, end - after_from);
-    }
-    return true;
-  }
-  rounds.publish(round);
-  const BufferNote note = buffer_note_of(ctx, root, round);
-  if (note.fd < 0) return false;
-  if (note.bytes != span || !note_is_sound(note)) {
-    fail(Errc::invalid_argument, "rank ", me, ": the gather root (rank ", root, ") receives ",
-         note.bytes, " bytes, not the ", span,
-         " of this rank's block times the ranks (mismatched counts)");
-  }
   std::byte* const mapped = map_shared_buffer_to_write(ctx, root, note);
   std::byte* const pages = mapped ? mapped + note.offset : nullptr;
-  const std::size_t begin = me * block_bytes, end = begin + block_bytes;
+  const std::size_t begin = rounds.rank() * block_bytes, end = begin + block_bytes;
   const std::size_t head = note.head, tail_from = note.tail_from;
-  // My block's part in the root's pages, straight there.
   const std::size_t in_from = std::clamp(begin, head, tail_from);
   const std::size_t in_to = std::clamp(end, head, tail_from);
   if (pages && in_to > in_from) {
     send.type->pack_range(send.base, send.count, in_from - begin, in_to - in_from,
                           pages + (in_from - head));
   }
-  // The rest through my slot: before the pages, then after them.
-  const std::uint32_t done = rounds.begin();
   rounds.wait_slot_free(done);
-  std::byte* const outside = rounds.slot(me, done);
+  std::byte* const outside = rounds.slot(rounds.rank(), done);
   const std::size_t before = std::min(end, head) - std::min(begin, head);
   if (before > 0) send.type->pack_range(send.base, send.count, 0, before, outside);
   const std::size_t after_from = std::max(begin, tail_from);
@@ -143,7 +138,83 @@ bool gather_into_shared_pages(Context& ctx, const Block& send, const Layout& rec
     send.type->pack_range(send.base, send.count, after_from - begin, end - after_from,
                           outside + before);
   }
-  return every_rank_reached(ctx, done, pages != nullptr);
+  return pages != nullptr;
+}
+
+// A sender's side of gather_into_root_buffer through the kernel: my block into the root's
+// memory. False where the kernel refuses.
+bool write_into_root_memory(Context& ctx, const Block& send, std::uint32_t root,
+                            std::size_t block_bytes, const shm::ProcessNote& note) {
+  const pid_t pid = ctx.rounds.segment().profile(root).pid.load(std::memory_order_relaxed);
+  const std::size_t at = ctx.rounds.rank() * block_bytes;
+  if (send.type->is_contiguous()) {
+    return shm::write_process_memory(pid, note, at, send.base + send.type->lb(), block_bytes);
+  }
+  return pack_through_stack(send, block_bytes,
+                            [&](std::size_t offset, std::size_t n, const std::byte* piece) {
+                              return shm::write_process_memory(pid, note, at + offset, piece, n);
+                            });
+}
+
+// Gather straight into the root's receive buffer, where its blocks lie back to back: through its
+// shared pages (shm/shared_pages.hpp) when it has them, else through the kernel's cross-memory
+// copy (writes_into_root). In round one the root posts its note; each sender copies its block
+// into the root's buffer while the root copies its own, one copy each and all at once, where
+// through the slots the root copies every block itself. Into shared pages, the bytes of a block
+// in the partly used pages at the buffer's ends go through its sender's slot in round two. Round
+// two also tells every rank that each sender is done, or could not reach the root's buffer (then
+// all go on through the exchange, the kernel's copy off for the team where it was refused); each
+// returns once every sender is. Regular gather only (in gatherv the senders do not know where
+// their block goes); shared pages not where ranks share CPUs (sharing_applies). When the root's
+// buffer can take neither, the call goes on through the exchange, one round later.
+bool gather_into_root_buffer(Context& ctx, const Block& send, const Layout& recv,
+                             std::uint32_t root, std::size_t block_bytes, const GatherSpec& spec) {
+  shm::Rounds& rounds = ctx.rounds;
+  const std::uint32_t me = rounds.rank(), size = rounds.size();
+  const bool pages_apply = sharing_applies(ctx, block_bytes);
+  const bool kernel_applies = writes_into_root(ctx, block_bytes);
+  if (!pages_apply && !kernel_applies) return false;
+  const std::size_t span = block_bytes * size;
+  const std::uint32_t round = rounds.begin();
+  if (me == root) {
+    std::byte* const first = dense_receive_buffer(recv, size, block_bytes);
+    RootBufferNotes notes{note_if_shared(ctx, pages_apply ? first : nullptr, span, 1), {}};
+    if (notes.pages.fd < 0 && kernel_applies && first)
+      notes.process = shm::process_note(first, span);
+    rounds.publish_message(round, &notes, sizeof notes);
+    if (notes.pages.fd < 0 && notes.process.bytes == 0) return false;
+    spec.copy_own();
+    const std::uint32_t done = rounds.begin();
+    const unsigned missed = what_any_rank_missed(ctx, done, kMissedNothing);
+    if (missed & kMissedProcess) ctx.cma_refused = true;  // every rank alike
+    if (missed != kMissedNothing) return false;
+    if (notes.pages.fd >= 0)
+      copy_outside_the_pages(ctx, root, block_bytes, notes.pages, first, done);
+    return true;
+  }
+  rounds.publish(round);
+  RootBufferNotes notes;
+  std::memcpy(&notes, rounds.wait_message(root, round), sizeof notes);
+  const bool in_pages = notes.pages.fd >= 0;
+  if (!in_pages && notes.process.bytes == 0) return false;
+  const std::uint64_t root_bytes = in_pages ? notes.pages.bytes : notes.process.bytes;
+  if (root_bytes != span || (in_pages && !note_is_sound(notes.pages))) {
+    fail(Errc::invalid_argument, "rank ", me, ": the gather root (rank ", root, ") receives ",
+         root_bytes, " bytes, not the ", span,
+         " of this rank's block times the ranks (mismatched counts)");
+  }
+  const std::uint32_t done = rounds.begin();
+  unsigned missed = kMissedNothing;
+  if (in_pages) {
+    if (!write_into_root_pages(ctx, send, root, block_bytes, notes.pages, done)) {
+      missed = kMissedPages;
+    }
+  } else if (!write_into_root_memory(ctx, send, root, block_bytes, notes.process)) {
+    missed = kMissedProcess;
+  }
+  missed = what_any_rank_missed(ctx, done, missed);
+  if (missed & kMissedProcess) ctx.cma_refused = true;
+  return missed == kMissedNothing;
 }
 
 }  // namespace
@@ -157,7 +228,7 @@ void gather(Context& ctx, const Block& send, const Layout& recv, int root, bool 
     if (block_bytes > 0 && block_bytes <= shm::kMessageBytes) {
       return gather_in_lines(ctx, send, recv, std::uint32_t(root), block_bytes, spec);
     }
-    if (gather_into_shared_pages(ctx, send, recv, std::uint32_t(root), block_bytes, spec)) return;
+    if (gather_into_root_buffer(ctx, send, recv, std::uint32_t(root), block_bytes, spec)) return;
   }
   using Knowledge = ExchangeShape::Knowledge;
   const ExchangeShape shape =

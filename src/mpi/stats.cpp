@@ -135,13 +135,15 @@ void print_statistics() {
                "of freed ones, at most %.1f MiB of /dev/shm held at once\n",
                teams.made, teams.made ? teams.making_seconds * 1e3 / teams.made : 0.0, teams.reused,
                static_cast<double>(teams.peak_shm_bytes) / (1 << 20));
-  const shm::ProcessReadCounts reads = shm::process_read_counts();
+  const shm::ProcessCopyCounts copies = shm::process_copy_counts();
   std::fprintf(stderr,
-               "shmcoll:   single copy out of senders' memory (process_vm_readv, blocks from "
-               "SHMCOLL_CMA_MIN): %llu blocks read, %llu reads refused (those calls went through "
-               "the slots, and the team's later ones too)\n",
-               static_cast<unsigned long long>(reads.blocks_read),
-               static_cast<unsigned long long>(reads.refused));
+               "shmcoll:   single copy by the kernel (process_vm_readv/writev, blocks from "
+               "SHMCOLL_CMA_MIN): %llu blocks read out of senders' memory, %llu writes into "
+               "roots', %llu copies refused (those calls went through the slots, and the team's "
+               "later ones too)\n",
+               static_cast<unsigned long long>(copies.blocks_read),
+               static_cast<unsigned long long>(copies.writes),
+               static_cast<unsigned long long>(copies.refused));
   const WaitCounts waits = world_wait_counts();
   std::fprintf(stderr,
                "shmcoll:   waits on MPI_COMM_WORLD's team: %llu yields, %llu futex sleeps\n",

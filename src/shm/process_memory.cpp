@@ -21,7 +21,7 @@ struct Token {
 };
 Token token;
 
-std::atomic<std::uint64_t> blocks_read{0}, refused{0};
+std::atomic<std::uint64_t> blocks_read{0}, writes{0}, refused{0};
 
 bool refuse() {
   refused.fetch_add(1, std::memory_order_relaxed);
@@ -70,8 +70,31 @@ bool read_process_memory(pid_t pid, const ProcessNote& note, std::size_t at, std
   return true;
 }
 
-ProcessReadCounts process_read_counts() {
-  return {blocks_read.load(std::memory_order_relaxed), refused.load(std::memory_order_relaxed)};
+bool write_process_memory(pid_t pid, const ProcessNote& note, std::size_t at, const std::byte* from,
+                          std::size_t n) {
+  if (at > note.bytes || n > note.bytes - at) return false;
+  // The token first: a write, unlike a read, must never reach a process that only shares a pid.
+  std::uint64_t token = 0;
+  iovec local{&token, sizeof token};
+  iovec remote{reinterpret_cast<void*>(note.token_address), sizeof token};
+  if (process_vm_readv(pid, &local, 1, &remote, 1, 0) != ssize_t(sizeof token) ||
+      token != note.token) {
+    return refuse();
+  }
+  for (std::size_t done = 0; done < n;) {
+    iovec rest_local{const_cast<std::byte*>(from) + done, n - done};
+    iovec rest_remote{reinterpret_cast<void*>(note.address + at + done), n - done};
+    const ssize_t more = process_vm_writev(pid, &rest_local, 1, &rest_remote, 1, 0);
+    if (more <= 0) return refuse();
+    done += std::size_t(more);
+  }
+  writes.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+ProcessCopyCounts process_copy_counts() {
+  return {blocks_read.load(std::memory_order_relaxed),
+          writes.load(std::memory_order_relaxed), refused.load(std::memory_order_relaxed)};
 }
 
 }  // namespace shmcoll::shm

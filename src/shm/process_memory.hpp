@@ -1,6 +1,8 @@
 // One copy out of a peer's own memory with the kernel's cross-memory copy (CMA:
 // process_vm_readv): the sender posts where its block is, and a reader copies it straight into
-// its buffer, without the sender's pages being mapped, moved or shared. It needs what ptrace
+// its buffer, without the sender's pages being mapped, moved or shared; or into it
+// (process_vm_writev): a gather's root posts where its receive buffer is, and each sender copies
+// its block there. It needs what ptrace
 // reading needs (the same user, not blocked by Yama's ptrace_scope or a non-dumpable sender); a
 // read that fails is a reason to take the copy path, never an error.
 //
@@ -33,12 +35,20 @@ ProcessNote process_note(const std::byte* data, std::size_t bytes);
 bool read_process_memory(pid_t pid, const ProcessNote& note, std::size_t at, std::byte* to,
                          std::size_t n);
 
-// This process's reads so far: blocks copied, and reads that failed (the calls then went through
-// the slots). For the MPI layer's verbose table.
-struct ProcessReadCounts {
+// Copies `n` bytes from `from` into bytes [at, at + n) of the block `note` names in process
+// `pid` (process_vm_writev), once its token is read back as the note says. False as
+// read_process_memory; the block may then hold part of the bytes.
+bool write_process_memory(pid_t pid, const ProcessNote& note, std::size_t at, const std::byte* from,
+                          std::size_t n);
+
+// This process's copies so far: blocks read, writes (a block each, or a piece of one from a
+// layout with gaps), and copies that failed (the calls then went through the slots). For the MPI
+// layer's verbose table.
+struct ProcessCopyCounts {
   std::uint64_t blocks_read;
+  std::uint64_t writes;
   std::uint64_t refused;
 };
-ProcessReadCounts process_read_counts();
+ProcessCopyCounts process_copy_counts();
 
 }  // namespace shmcoll::shm
