@@ -208,11 +208,15 @@ int main(int argc, char** argv) {
       char* s = send + slot * stride;
       for (long i = 0; i < (long)count * size; ++i) {
         if (element_bytes == 1)
-          s[i] = (char)((i + slot) % 7);
+          s[i] = (char)((i + slot + rank) % 7);
         else
-          ((float*)s)[i] = (float)((i + slot) % 7);
+          ((float*)s)[i] = (float)((i + slot + rank) % 7);
       }
-      memset(recv + slot * stride, 0, buffer_bytes);
+      /* The receive buffer holds the rank's data too, as shmcoll-bench's does: it is what a
+       * bcast's root sends. Zeros there would make every slot, and every chunk of a long
+       * message, hold the same bytes, which a layer that skips rewriting what its slot already
+       * holds would send without writing (1 MiB bcast, 8 ranks: 82 us against 195 on data). */
+      memcpy(recv + slot * stride, s, buffer_bytes);
     }
     set_layout(size, count);
     size_t next = 0; /* the slot the next call uses */
