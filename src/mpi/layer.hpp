@@ -150,7 +150,7 @@ inline const void* send_of(const void* buffer) {
 inline void* recv_of(void* buffer) {
   return buffer == MPI_IN_PLACE ? in_place : buffer;
 }
-inline std::size_t bytes_of(int count, const Datatype& type) {
+inline std::size_t bytes_of(std::int64_t count, const Datatype& type) {
   return count > 0 ? static_cast<std::size_t>(count) * type.size() : 0;
 }
 

@@ -94,4 +94,28 @@ class RunLater {
   MPI_Request* request_;
 };
 
+// An entry point's body, one per mode, for the int and the MPI_Count form of a collective alike:
+// `on` (the collective's template over the mode, as a callable) serves the call, else the MPI's
+// `pmpi` (PMPI_Scatter or PMPI_Scatter_c ...) takes it with the same arguments.
+template <typename On, typename Pmpi, typename... Arguments>
+int call_now(Collective which, On on, Pmpi pmpi, Arguments... arguments) {
+  CallTimer timer(which);
+  const auto done = on(RunNow{}, timer, arguments...);
+  return done ? *done : pmpi(arguments...);
+}
+template <typename On, typename Pmpi, typename... Arguments>
+int call_nonblocking(Collective which, On on, Pmpi pmpi, MPI_Request* request,
+                     Arguments... arguments) {
+  CallTimer timer(which);
+  const auto done = on(RunLater::nonblocking(request), timer, arguments...);
+  return done ? *done : pmpi(arguments..., request);
+}
+template <typename On, typename Pmpi, typename... Arguments>
+int call_persistent(Collective which, On on, Pmpi pmpi, MPI_Info info, MPI_Request* request,
+                    Arguments... arguments) {
+  CallTimer timer(which);
+  const auto done = on(RunLater::persistent(request), timer, arguments...);
+  return done ? *done : pmpi(arguments..., info, request);
+}
+
 }  // namespace shmcoll::mpi

@@ -80,13 +80,11 @@ std::optional<int> bcast_on(const Mode& mode, CallTimer& timer, void* buffer, st
   });
 }
 
-// MPI_Bcast's body for its int and MPI_Count forms: the layer's path, else `pmpi`.
-template <typename Count, typename Pmpi>
-int bcast_now(void* buffer, Count count, MPI_Datatype type, int root, MPI_Comm comm, Pmpi pmpi) {
-  CallTimer timer(Collective::bcast);
-  if (const auto done = bcast_on(RunNow{}, timer, buffer, count, type, root, comm)) return *done;
-  return pmpi(buffer, count, type, root, comm);
-}
+// bcast as a callable over the mode, for the entry points of its int and MPI_Count forms
+// (call_now, modes.hpp).
+constexpr auto bcast_call = [](const auto& mode, CallTimer& timer, auto... arguments) {
+  return bcast_on(mode, timer, arguments...);
+};
 
 template <typename Mode>
 std::optional<int> reduce_on(const Mode& mode, CallTimer& timer, const void* sendbuf, void* recvbuf,
@@ -191,17 +189,13 @@ int MPI_Ibarrier(MPI_Comm comm, MPI_Request* request) {
 }
 
 int MPI_Bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
-  return bcast_now(buffer, count, type, root, comm, PMPI_Bcast);
+  return call_now(Collective::bcast, bcast_call, PMPI_Bcast, buffer, count, type, root, comm);
 }
 
 int MPI_Ibcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm,
                MPI_Request* request) {
-  CallTimer timer(Collective::bcast);
-  if (const auto done =
-          bcast_on(RunLater::nonblocking(request), timer, buffer, count, type, root, comm)) {
-    return *done;
-  }
-  return PMPI_Ibcast(buffer, count, type, root, comm, request);
+  return call_nonblocking(Collective::bcast, bcast_call, PMPI_Ibcast, request, buffer, count, type,
+                          root, comm);
 }
 
 int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
@@ -335,12 +329,8 @@ int MPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request* request) {
 
 int MPI_Bcast_init(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm,
                    MPI_Info info, MPI_Request* request) {
-  CallTimer timer(Collective::bcast);
-  if (const auto done =
-          bcast_on(RunLater::persistent(request), timer, buffer, count, type, root, comm)) {
-    return *done;
-  }
-  return PMPI_Bcast_init(buffer, count, type, root, comm, info, request);
+  return call_persistent(Collective::bcast, bcast_call, PMPI_Bcast_init, info, request, buffer,
+                         count, type, root, comm);
 }
 
 int MPI_Reduce_init(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
@@ -423,15 +413,13 @@ int MPI_Reduce_local(const void* inbuf, void* inoutbuf, int count, MPI_Datatype 
 // leaders' PMPI calls take int counts, past INT_MAX they go to PMPI (fits_node_by_node).
 
 int MPI_Bcast_c(void* buffer, MPI_Count count, MPI_Datatype type, int root, MPI_Comm comm) {
-  return bcast_now(buffer, count, type, root, comm, PMPI_Bcast_c);
+  return call_now(Collective::bcast, bcast_call, PMPI_Bcast_c, buffer, count, type, root, comm);
 }
 
 int MPI_Ibcast_c(void* buffer, MPI_Count count, MPI_Datatype type, int root, MPI_Comm comm,
                  MPI_Request* request) {
-  CallTimer timer(Collective::bcast);
-  const auto done =
-      bcast_on(RunLater::nonblocking(request), timer, buffer, count, type, root, comm);
-  return done ? *done : PMPI_Ibcast_c(buffer, count, type, root, comm, request);
+  return call_nonblocking(Collective::bcast, bcast_call, PMPI_Ibcast_c, request, buffer, count,
+                          type, root, comm);
 }
 
 int MPI_Reduce_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,

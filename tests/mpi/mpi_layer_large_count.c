@@ -1,6 +1,7 @@
 // MPI-4's large-count forms (MPI_Count counts, MPI_Aint displacements) where the MPI has them
-// (MPICH 4; Open MPI 4.1 says MPI 3.1): bcast, reduce, allreduce (blocking, nonblocking and
-// persistent) and alltoallv, small and large, each result checked against the inputs. The
+// (MPICH 4; Open MPI 4.1 says MPI 3.1): bcast, reduce, allreduce, scatter, gather, allgather and
+// alltoall (blocking, nonblocking and persistent) and alltoallv, small and large, each result
+// checked against the inputs. The
 // layer serves them as the int forms (the run's verbose table and SHMCOLL_TEST_NO_PMPI show it).
 // Counts past INT_MAX are left out: 2 GiB buffers per rank do not fit this machine's memory.
 #define _GNU_SOURCE  // dladdr
@@ -100,13 +101,91 @@ static void check_alltoallv_c(MPI_Comm comm, MPI_Count base) {
       free(recv_displs);
 }
 
+// scatter, gather, allgather and alltoall of `n` ints per block, each form once: block b of rank
+// r holds r * 100000 + b * 1000 + i % 997.
+static int block_value(int from, int block, MPI_Count i) {
+  return from * 100000 + block * 1000 + (int)(i % 997);
+}
+
+static int blocks_hold(const int* data, int blocks, MPI_Count n, int from_rank, int block_fixed) {
+  int bad = 0;
+  for (int b = 0; b < blocks; ++b)
+    for (MPI_Count i = 0; i < n; ++i) {
+      const int from = from_rank >= 0 ? from_rank : b, block = block_fixed >= 0 ? block_fixed : b;
+      bad += data[b * n + i] != block_value(from, block, i);
+    }
+  return bad;
+}
+
+static void check_movement_c(MPI_Comm comm, MPI_Count n) {
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  int* send = malloc(sizeof(int) * (size_t)(n * size));
+  int* recv = malloc(sizeof(int) * (size_t)(n * size));
+  for (int b = 0; b < size; ++b)
+    for (MPI_Count i = 0; i < n; ++i) send[b * n + i] = block_value(rank, b, i);
+  const int root = size - 1;
+  int bad = 0;
+  MPI_Request request;
+  for (int form = 0; form < 3; ++form) {  // blocking, nonblocking, persistent
+    memset(recv, 0, sizeof(int) * (size_t)(n * size));
+    if (form == 0) MPI_Scatter_c(send, n, MPI_INT, recv, n, MPI_INT, root, comm);
+    if (form == 1) MPI_Iscatter_c(send, n, MPI_INT, recv, n, MPI_INT, root, comm, &request);
+    if (form == 2)
+      MPI_Scatter_init_c(send, n, MPI_INT, recv, n, MPI_INT, root, comm, MPI_INFO_NULL, &request);
+    if (form == 2) MPI_Start(&request);
+    if (form > 0) MPI_Wait(&request, MPI_STATUS_IGNORE);
+    if (form == 2) MPI_Request_free(&request);
+    bad += blocks_hold(recv, 1, n, root, rank);
+
+    memset(recv, 0, sizeof(int) * (size_t)(n * size));
+    if (form == 0) MPI_Gather_c(send, n, MPI_INT, recv, n, MPI_INT, root, comm);
+    if (form == 1) MPI_Igather_c(send, n, MPI_INT, recv, n, MPI_INT, root, comm, &request);
+    if (form == 2)
+      MPI_Gather_init_c(send, n, MPI_INT, recv, n, MPI_INT, root, comm, MPI_INFO_NULL, &request);
+    if (form == 2) MPI_Start(&request);
+    if (form > 0) MPI_Wait(&request, MPI_STATUS_IGNORE);
+    if (form == 2) MPI_Request_free(&request);
+    if (rank == root) bad += blocks_hold(recv, size, n, -1, 0);
+
+    memset(recv, 0, sizeof(int) * (size_t)(n * size));
+    if (form == 0) MPI_Allgather_c(send, n, MPI_INT, recv, n, MPI_INT, comm);
+    if (form == 1) MPI_Iallgather_c(send, n, MPI_INT, recv, n, MPI_INT, comm, &request);
+    if (form == 2)
+      MPI_Allgather_init_c(send, n, MPI_INT, recv, n, MPI_INT, comm, MPI_INFO_NULL, &request);
+    if (form == 2) MPI_Start(&request);
+    if (form > 0) MPI_Wait(&request, MPI_STATUS_IGNORE);
+    if (form == 2) MPI_Request_free(&request);
+    bad += blocks_hold(recv, size, n, -1, 0);
+
+    memset(recv, 0, sizeof(int) * (size_t)(n * size));
+    if (form == 0) MPI_Alltoall_c(send, n, MPI_INT, recv, n, MPI_INT, comm);
+    if (form == 1) MPI_Ialltoall_c(send, n, MPI_INT, recv, n, MPI_INT, comm, &request);
+    if (form == 2)
+      MPI_Alltoall_init_c(send, n, MPI_INT, recv, n, MPI_INT, comm, MPI_INFO_NULL, &request);
+    if (form == 2) MPI_Start(&request);
+    if (form > 0) MPI_Wait(&request, MPI_STATUS_IGNORE);
+    if (form == 2) MPI_Request_free(&request);
+    bad += blocks_hold(recv, size, n, -1, rank);
+  }
+  CHECK(bad == 0, "large-count scatter, gather, allgather and alltoall of %lld ints: %d wrong",
+        (long long)n, bad);
+  absorb(recv, sizeof(int) * (size_t)(n * size));
+  free(send);
+  free(recv);
+}
+
 // Where the layer is loaded, each large-count entry point the program calls is the layer's: a
 // form it did not define would go straight to the MPI, unseen.
 static void check_entry_points_are_the_layers(void) {
   if (!shmcoll_mpi_layer_version) return;
-  const char* names[] = {"MPI_Bcast_c",          "MPI_Ibcast_c",    "MPI_Reduce_c",
-                         "MPI_Ireduce_c",        "MPI_Allreduce_c", "MPI_Iallreduce_c",
-                         "MPI_Allreduce_init_c", "MPI_Alltoallv_c"};
+  const char* names[] = {
+      "MPI_Bcast_c",          "MPI_Ibcast_c",      "MPI_Reduce_c",         "MPI_Ireduce_c",
+      "MPI_Allreduce_c",      "MPI_Iallreduce_c",  "MPI_Allreduce_init_c", "MPI_Alltoallv_c",
+      "MPI_Scatter_c",        "MPI_Iscatter_c",    "MPI_Scatter_init_c",   "MPI_Gather_c",
+      "MPI_Igather_c",        "MPI_Gather_init_c", "MPI_Allgather_c",      "MPI_Iallgather_c",
+      "MPI_Allgather_init_c", "MPI_Alltoall_c",    "MPI_Ialltoall_c",      "MPI_Alltoall_init_c"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i) {
     Dl_info where;
     void* entry = dlsym(RTLD_DEFAULT, names[i]);
@@ -121,6 +200,8 @@ void check_large_count_forms(MPI_Comm comm) {
   check_reductions_c(comm, 300000);  // 2.4 MB: the large paths
   check_alltoallv_c(comm, 1);
   check_alltoallv_c(comm, 70000);
+  check_movement_c(comm, 5);
+  check_movement_c(comm, 90000);  // 360 KB blocks: the kernel's single copy
 }
 
 #else
