@@ -1,7 +1,7 @@
 // How an intercepted collective runs once it takes the shmcoll path: at once (MPI_Allreduce:
 // RunNow), issued to the team's worker behind an MPI_Request (MPI_Iallreduce), or planned, to be
 // issued at every MPI_Start (MPI_Allreduce_init): RunLater. Each collective is written once, as a
-// template over the mode (reductions.cpp, movement.cpp): the mode picks the route, keeps the
+// template over the mode (reductions.cpp, movement_on.hpp): the mode picks the route, keeps the
 // call's arguments as long as the call needs them, and serves the call. A blocking call's
 // arguments are the program's until it returns; a nonblocking one's counts and datatypes are
 // copied (the program may reuse the arrays and free the types as soon as the call is issued).
