@@ -93,15 +93,100 @@ int MPI_Alltoall_init_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype s
                          sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
 
+int MPI_Scatterv_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[],
+                   MPI_Datatype sendtype, void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
+                   int root, MPI_Comm comm) {
+  return call_now(Collective::scatterv, scatterv_call, PMPI_Scatterv_c, sendbuf, sendcounts, displs,
+                  sendtype, recvbuf, recvcount, recvtype, root, comm);
+}
+
+int MPI_Iscatterv_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[],
+                    MPI_Datatype sendtype, void* recvbuf, MPI_Count recvcount,
+                    MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
+  return call_nonblocking(Collective::scatterv, scatterv_call, PMPI_Iscatterv_c, request, sendbuf,
+                          sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
+}
+
+int MPI_Scatterv_init_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[],
+                        MPI_Datatype sendtype, void* recvbuf, MPI_Count recvcount,
+                        MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info,
+                        MPI_Request* request) {
+  return call_persistent(Collective::scatterv, scatterv_call, PMPI_Scatterv_init_c, info, request,
+                         sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root,
+                         comm);
+}
+
+int MPI_Gatherv_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
+                  const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype,
+                  int root, MPI_Comm comm) {
+  return call_now(Collective::gatherv, gatherv_call, PMPI_Gatherv_c, sendbuf, sendcount, sendtype,
+                  recvbuf, recvcounts, displs, recvtype, root, comm);
+}
+
+int MPI_Igatherv_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
+                   const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype,
+                   int root, MPI_Comm comm, MPI_Request* request) {
+  return call_nonblocking(Collective::gatherv, gatherv_call, PMPI_Igatherv_c, request, sendbuf,
+                          sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
+}
+
+int MPI_Gatherv_init_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                       void* recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[],
+                       MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info,
+                       MPI_Request* request) {
+  return call_persistent(Collective::gatherv, gatherv_call, PMPI_Gatherv_init_c, info, request,
+                         sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root,
+                         comm);
+}
+
+int MPI_Allgatherv_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
+                     const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype,
+                     MPI_Comm comm) {
+  return call_now(Collective::allgatherv, allgatherv_call, PMPI_Allgatherv_c, sendbuf, sendcount,
+                  sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+}
+
+int MPI_Iallgatherv_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                      void* recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[],
+                      MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
+  return call_nonblocking(Collective::allgatherv, allgatherv_call, PMPI_Iallgatherv_c, request,
+                          sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                          comm);
+}
+
+int MPI_Allgatherv_init_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                          void* recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[],
+                          MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                          MPI_Request* request) {
+  return call_persistent(Collective::allgatherv, allgatherv_call, PMPI_Allgatherv_init_c, info,
+                         request, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                         recvtype, comm);
+}
+
+int MPI_Ialltoallv_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[],
+                     MPI_Datatype sendtype, void* recvbuf, const MPI_Count recvcounts[],
+                     const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+                     MPI_Request* request) {
+  return call_nonblocking(Collective::alltoallv, alltoallv_call, PMPI_Ialltoallv_c, request,
+                          sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                          recvtype, comm);
+}
+
+int MPI_Alltoallv_init_c(const void* sendbuf, const MPI_Count sendcounts[],
+                         const MPI_Aint sdispls[], MPI_Datatype sendtype, void* recvbuf,
+                         const MPI_Count recvcounts[], const MPI_Aint rdispls[],
+                         MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                         MPI_Request* request) {
+  return call_persistent(Collective::alltoallv, alltoallv_call, PMPI_Alltoallv_init_c, info,
+                         request, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                         rdispls, recvtype, comm);
+}
+
 int MPI_Alltoallv_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[],
                     MPI_Datatype sendtype, void* recvbuf, const MPI_Count recvcounts[],
                     const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm) {
-  CallTimer timer(Collective::alltoallv);
-  const auto done = alltoallv_on(RunNow{}, timer, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
-                                 recvcounts, rdispls, recvtype, comm);
-  return done ? *done
-              : PMPI_Alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
-                                 rdispls, recvtype, comm);
+  return call_now(Collective::alltoallv, alltoallv_call, PMPI_Alltoallv_c, sendbuf, sendcounts,
+                  sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
 }
 #endif  // MPI_VERSION >= 4
 

@@ -92,11 +92,12 @@ std::optional<int> scatter_on(const Mode& mode, CallTimer& timer, const void* se
   });
 }
 
-template <typename Mode>
+// Counts and displacements as int, or as MPI-4's MPI_Count and MPI_Aint (the _c forms).
+template <typename Mode, typename Count, typename Displacement>
 std::optional<int> scatterv_on(const Mode& mode, CallTimer& timer, const void* sendbuf,
-                               const int sendcounts[], const int displs[], MPI_Datatype sendtype,
-                               void* recvbuf, int recvcount, MPI_Datatype recvtype, int root,
-                               MPI_Comm comm) {
+                               const Count sendcounts[], const Displacement displs[],
+                               MPI_Datatype sendtype, void* recvbuf, std::int64_t recvcount,
+                               MPI_Datatype recvtype, int root, MPI_Comm comm) {
   const Route route = mode.route(comm);
   if (route.size() == 0) return std::nullopt;
   const bool at_root = route.rank() == root;
@@ -143,11 +144,11 @@ std::optional<int> gather_on(const Mode& mode, CallTimer& timer, const void* sen
   });
 }
 
-template <typename Mode>
+template <typename Mode, typename Count, typename Displacement>
 std::optional<int> gatherv_on(const Mode& mode, CallTimer& timer, const void* sendbuf,
-                              int sendcount, MPI_Datatype sendtype, void* recvbuf,
-                              const int recvcounts[], const int displs[], MPI_Datatype recvtype,
-                              int root, MPI_Comm comm) {
+                              std::int64_t sendcount, MPI_Datatype sendtype, void* recvbuf,
+                              const Count recvcounts[], const Displacement displs[],
+                              MPI_Datatype recvtype, int root, MPI_Comm comm) {
   const Route route = mode.route(comm);
   if (route.size() == 0) return std::nullopt;
   const bool at_root = route.rank() == root;
@@ -166,11 +167,11 @@ std::optional<int> gatherv_on(const Mode& mode, CallTimer& timer, const void* se
   });
 }
 
-template <typename Mode>
+template <typename Mode, typename Count, typename Displacement>
 std::optional<int> allgatherv_on(const Mode& mode, CallTimer& timer, const void* sendbuf,
-                                 int sendcount, MPI_Datatype sendtype, void* recvbuf,
-                                 const int recvcounts[], const int displs[], MPI_Datatype recvtype,
-                                 MPI_Comm comm) {
+                                 std::int64_t sendcount, MPI_Datatype sendtype, void* recvbuf,
+                                 const Count recvcounts[], const Displacement displs[],
+                                 MPI_Datatype recvtype, MPI_Comm comm) {
   const Route route = mode.route(comm);
   if (route.size() == 0) return std::nullopt;
   const auto send_type = mode.keep(type_if(sendbuf != MPI_IN_PLACE, sendtype));
@@ -249,13 +250,25 @@ std::optional<int> alltoallw_on(const Mode& mode, CallTimer& timer, const void* 
   });
 }
 
-// scatter, gather, allgather and alltoall as callables over the mode, for the entry points of
-// their int and MPI_Count forms (call_now and the others, modes.hpp).
+// The collectives as callables over the mode, for the entry points of their int and MPI_Count
+// forms (call_now and the others, modes.hpp).
 inline constexpr auto scatter_call = [](const auto& mode, CallTimer& timer, auto... arguments) {
   return scatter_on(mode, timer, arguments...);
 };
 inline constexpr auto gather_call = [](const auto& mode, CallTimer& timer, auto... arguments) {
   return gather_on(mode, timer, arguments...);
+};
+inline constexpr auto scatterv_call = [](const auto& mode, CallTimer& timer, auto... arguments) {
+  return scatterv_on(mode, timer, arguments...);
+};
+inline constexpr auto gatherv_call = [](const auto& mode, CallTimer& timer, auto... arguments) {
+  return gatherv_on(mode, timer, arguments...);
+};
+inline constexpr auto allgatherv_call = [](const auto& mode, CallTimer& timer, auto... arguments) {
+  return allgatherv_on(mode, timer, arguments...);
+};
+inline constexpr auto alltoallv_call = [](const auto& mode, CallTimer& timer, auto... arguments) {
+  return alltoallv_on(mode, timer, arguments...);
 };
 inline constexpr auto allgather_call = [](const auto& mode, CallTimer& timer, auto... arguments) {
   return block_per_rank(mode, &Team::allgather, &NodeHierarchy::allgather, "MPI_Allgather", timer,

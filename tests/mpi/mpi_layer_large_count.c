@@ -1,7 +1,7 @@
 // MPI-4's large-count forms (MPI_Count counts, MPI_Aint displacements) where the MPI has them
-// (MPICH 4; Open MPI 4.1 says MPI 3.1): bcast, reduce, allreduce, scatter, gather, allgather and
-// alltoall (blocking, nonblocking and persistent) and alltoallv, small and large, each result
-// checked against the inputs. The
+// (MPICH 4; Open MPI 4.1 says MPI 3.1): bcast, reduce, allreduce, scatter(v), gather(v),
+// allgather(v) and alltoall(v) (blocking, nonblocking and persistent), small and large, each
+// result checked against the inputs. The
 // layer serves them as the int forms (the run's verbose table and SHMCOLL_TEST_NO_PMPI show it).
 // Counts past INT_MAX are left out: 2 GiB buffers per rank do not fit this machine's memory.
 #define _GNU_SOURCE  // dladdr
@@ -89,12 +89,26 @@ static void check_alltoallv_c(MPI_Comm comm, MPI_Count base) {
   for (int peer = 0; peer < size; ++peer)
     for (MPI_Count i = 0; i < send_counts[peer]; ++i)
       send[send_displs[peer] + i] = rank * 100000 + peer * 1000 + (int)(i % 997);
-  MPI_Alltoallv_c(send, send_counts, send_displs, MPI_INT, recv, recv_counts, recv_displs, MPI_INT,
-                  comm);
   int bad = 0;
-  for (int peer = 0; peer < size; ++peer)
-    for (MPI_Count i = 0; i < recv_counts[peer]; ++i)
-      bad += recv[recv_displs[peer] + i] != peer * 100000 + rank * 1000 + (int)(i % 997);
+  for (int form = 0; form < 3; ++form) {  // blocking, nonblocking, persistent
+    MPI_Request request;
+    memset(recv, 0, sizeof(int) * (size_t)recv_total);
+    if (form == 0)
+      MPI_Alltoallv_c(send, send_counts, send_displs, MPI_INT, recv, recv_counts, recv_displs,
+                      MPI_INT, comm);
+    if (form == 1)
+      MPI_Ialltoallv_c(send, send_counts, send_displs, MPI_INT, recv, recv_counts, recv_displs,
+                       MPI_INT, comm, &request);
+    if (form == 2)
+      MPI_Alltoallv_init_c(send, send_counts, send_displs, MPI_INT, recv, recv_counts, recv_displs,
+                           MPI_INT, comm, MPI_INFO_NULL, &request);
+    if (form == 2) MPI_Start(&request);
+    if (form > 0) MPI_Wait(&request, MPI_STATUS_IGNORE);
+    if (form == 2) MPI_Request_free(&request);
+    for (int peer = 0; peer < size; ++peer)
+      for (MPI_Count i = 0; i < recv_counts[peer]; ++i)
+        bad += recv[recv_displs[peer] + i] != peer * 100000 + rank * 1000 + (int)(i % 997);
+  }
   CHECK(bad == 0, "alltoallv_c with blocks of %lld+ ints: %d wrong", (long long)base, bad);
   absorb(recv, sizeof(int) * (size_t)recv_total);
   free(send), free(recv), free(send_counts), free(recv_counts), free(send_displs),
@@ -176,16 +190,91 @@ static void check_movement_c(MPI_Comm comm, MPI_Count n) {
   free(recv);
 }
 
+// scatterv, gatherv and allgatherv (each form): block b holds (b % 3) + `base` ints, laid out back
+// to front.
+static void check_v_forms_c(MPI_Comm comm, MPI_Count base) {
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  MPI_Count* counts = malloc(sizeof(MPI_Count) * size);
+  MPI_Aint* displs = malloc(sizeof(MPI_Aint) * size);
+  MPI_Count total = 0;
+  for (int b = size - 1; b >= 0; --b) {
+    counts[b] = b % 3 + base;
+    displs[b] = (MPI_Aint)total;
+    total += counts[b];
+  }
+  int* send = malloc(sizeof(int) * (size_t)total);
+  int* recv = malloc(sizeof(int) * (size_t)total);
+  for (int b = 0; b < size; ++b)
+    for (MPI_Count i = 0; i < counts[b]; ++i) send[displs[b] + i] = block_value(rank, b, i);
+  const int root = size - 1;
+  const int* mine = send + displs[rank];  // gatherv and allgatherv: rank r gives its block r
+  int bad = 0;
+  MPI_Request request;
+  for (int form = 0; form < 3; ++form) {  // blocking, nonblocking, persistent
+    memset(recv, 0, sizeof(int) * (size_t)total);
+    if (form == 0)
+      MPI_Scatterv_c(send, counts, displs, MPI_INT, recv, counts[rank], MPI_INT, root, comm);
+    if (form == 1)
+      MPI_Iscatterv_c(send, counts, displs, MPI_INT, recv, counts[rank], MPI_INT, root, comm,
+                      &request);
+    if (form == 2)
+      MPI_Scatterv_init_c(send, counts, displs, MPI_INT, recv, counts[rank], MPI_INT, root, comm,
+                          MPI_INFO_NULL, &request);
+    if (form == 2) MPI_Start(&request);
+    if (form > 0) MPI_Wait(&request, MPI_STATUS_IGNORE);
+    if (form == 2) MPI_Request_free(&request);
+    for (MPI_Count i = 0; i < counts[rank]; ++i) bad += recv[i] != block_value(root, rank, i);
+
+    memset(recv, 0, sizeof(int) * (size_t)total);
+    if (form == 0)
+      MPI_Gatherv_c(mine, counts[rank], MPI_INT, recv, counts, displs, MPI_INT, root, comm);
+    if (form == 1)
+      MPI_Igatherv_c(mine, counts[rank], MPI_INT, recv, counts, displs, MPI_INT, root, comm,
+                     &request);
+    if (form == 2)
+      MPI_Gatherv_init_c(mine, counts[rank], MPI_INT, recv, counts, displs, MPI_INT, root, comm,
+                         MPI_INFO_NULL, &request);
+    if (form == 2) MPI_Start(&request);
+    if (form > 0) MPI_Wait(&request, MPI_STATUS_IGNORE);
+    if (form == 2) MPI_Request_free(&request);
+    for (int b = 0; b < size && rank == root; ++b)
+      for (MPI_Count i = 0; i < counts[b]; ++i) bad += recv[displs[b] + i] != block_value(b, b, i);
+
+    memset(recv, 0, sizeof(int) * (size_t)total);
+    if (form == 0)
+      MPI_Allgatherv_c(mine, counts[rank], MPI_INT, recv, counts, displs, MPI_INT, comm);
+    if (form == 1)
+      MPI_Iallgatherv_c(mine, counts[rank], MPI_INT, recv, counts, displs, MPI_INT, comm, &request);
+    if (form == 2)
+      MPI_Allgatherv_init_c(mine, counts[rank], MPI_INT, recv, counts, displs, MPI_INT, comm,
+                            MPI_INFO_NULL, &request);
+    if (form == 2) MPI_Start(&request);
+    if (form > 0) MPI_Wait(&request, MPI_STATUS_IGNORE);
+    if (form == 2) MPI_Request_free(&request);
+    for (int b = 0; b < size; ++b)
+      for (MPI_Count i = 0; i < counts[b]; ++i) bad += recv[displs[b] + i] != block_value(b, b, i);
+  }
+  CHECK(bad == 0, "large-count scatterv, gatherv, allgatherv with blocks of %lld+ ints: %d wrong",
+        (long long)base, bad);
+  absorb(recv, sizeof(int) * (size_t)total);
+  free(send), free(recv), free(counts), free(displs);
+}
+
 // Where the layer is loaded, each large-count entry point the program calls is the layer's: a
 // form it did not define would go straight to the MPI, unseen.
 static void check_entry_points_are_the_layers(void) {
   if (!shmcoll_mpi_layer_version) return;
   const char* names[] = {
-      "MPI_Bcast_c",          "MPI_Ibcast_c",      "MPI_Reduce_c",         "MPI_Ireduce_c",
-      "MPI_Allreduce_c",      "MPI_Iallreduce_c",  "MPI_Allreduce_init_c", "MPI_Alltoallv_c",
-      "MPI_Scatter_c",        "MPI_Iscatter_c",    "MPI_Scatter_init_c",   "MPI_Gather_c",
-      "MPI_Igather_c",        "MPI_Gather_init_c", "MPI_Allgather_c",      "MPI_Iallgather_c",
-      "MPI_Allgather_init_c", "MPI_Alltoall_c",    "MPI_Ialltoall_c",      "MPI_Alltoall_init_c"};
+      "MPI_Bcast_c",           "MPI_Ibcast_c",       "MPI_Reduce_c",         "MPI_Ireduce_c",
+      "MPI_Allreduce_c",       "MPI_Iallreduce_c",   "MPI_Allreduce_init_c", "MPI_Alltoallv_c",
+      "MPI_Scatter_c",         "MPI_Iscatter_c",     "MPI_Scatter_init_c",   "MPI_Gather_c",
+      "MPI_Igather_c",         "MPI_Gather_init_c",  "MPI_Allgather_c",      "MPI_Iallgather_c",
+      "MPI_Allgather_init_c",  "MPI_Alltoall_c",     "MPI_Ialltoall_c",      "MPI_Alltoall_init_c",
+      "MPI_Scatterv_c",        "MPI_Iscatterv_c",    "MPI_Scatterv_init_c",  "MPI_Gatherv_c",
+      "MPI_Igatherv_c",        "MPI_Gatherv_init_c", "MPI_Allgatherv_c",     "MPI_Iallgatherv_c",
+      "MPI_Allgatherv_init_c", "MPI_Ialltoallv_c",   "MPI_Alltoallv_init_c"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i) {
     Dl_info where;
     void* entry = dlsym(RTLD_DEFAULT, names[i]);
@@ -200,6 +289,8 @@ void check_large_count_forms(MPI_Comm comm) {
   check_reductions_c(comm, 300000);  // 2.4 MB: the large paths
   check_alltoallv_c(comm, 1);
   check_alltoallv_c(comm, 70000);
+  check_v_forms_c(comm, 1);
+  check_v_forms_c(comm, 80000);
   check_movement_c(comm, 5);
   check_movement_c(comm, 90000);  // 360 KB blocks: the kernel's single copy
 }
