@@ -109,9 +109,7 @@ class Exchange {
     // rounds.
     const bool read_in_place = mode_ == in_pages || mode_ == in_process || sender_read_in_place_;
     if (!read_in_place) return true;
-    const unsigned missed = what_any_rank_missed(ctx_, rounds_.begin(), missed_);
-    if (missed & kMissedProcess) ctx_.cma_refused = true;  // every rank alike
-    return missed == kMissedNothing;
+    return what_any_rank_missed(ctx_, rounds_.begin(), missed_) == kMissedNothing;
   }
 
  private:
@@ -236,10 +234,8 @@ class Exchange {
   // n - 1 copies out of it from 3 ranks up (4 ranks on 2 cores, 256 KiB and 1 MiB: 0.87-1.56x
   // the slots' time, slower in 3 of 4 runs).
   bool read_from_my_memory(std::size_t longest) const {
-    const std::uint64_t least = ctx_.tunables.cma_min;
-    return in_place_allowed_ && !ctx_.cma_refused && shape_.direct_allowed &&
-           !shape_.one_receiver && (shape_.personalized || size_ <= 2) && least != 0 &&
-           longest >= least;
+    return in_place_allowed_ && shape_.direct_allowed && !shape_.one_receiver &&
+           (shape_.personalized || size_ <= 2) && kernel_copy_applies(ctx_, longest);
   }
 
   // in_process: block `in` from `source`, whose note is at `region`, read out of its memory (a

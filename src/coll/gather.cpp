@@ -85,17 +85,6 @@ struct RootBufferNotes {
 };
 static_assert(sizeof(RootBufferNotes) <= shm::kMessageBytes);
 
-// Whether senders write blocks of `block_bytes` into the root's memory with the kernel's
-// cross-memory copy (process_vm_writev): from SHMCOLL_CMA_MIN, until a rank is refused. Each
-// sender makes one copy, all at once, while the root copies its own block, where through the
-// slots the root copies every block out after its sender copied it in (2 bound ranks, gathers of
-// 256 KiB-4 MiB blocks on buffers the program wrote: see docs/performance.md). Every rank knows
-// the block length and the team's settings, so all decide alike.
-bool writes_into_root(const Context& ctx, std::size_t block_bytes) {
-  const std::uint64_t least = ctx.tunables.cma_min;
-  return least != 0 && block_bytes >= least && !ctx.cma_refused;
-}
-
 // The root's side of gather_into_root_buffer: the bytes of each sender's block in the partly
 // used pages at the ends of its shared buffer, out of the sender's slot of round `done`.
 void copy_outside_the_pages(Context& ctx, std::uint32_t root, std::size_t block_bytes,
@@ -158,21 +147,22 @@ bool write_into_root_memory(Context& ctx, const Block& send, std::uint32_t root,
 
 // Gather straight into the root's receive buffer, where its blocks lie back to back: through its
 // shared pages (shm/shared_pages.hpp) when it has them, else through the kernel's cross-memory
-// copy (writes_into_root). In round one the root posts its note; each sender copies its block
-// into the root's buffer while the root copies its own, one copy each and all at once, where
-// through the slots the root copies every block itself. Into shared pages, the bytes of a block
-// in the partly used pages at the buffer's ends go through its sender's slot in round two. Round
-// two also tells every rank that each sender is done, or could not reach the root's buffer (then
-// all go on through the exchange, the kernel's copy off for the team where it was refused); each
-// returns once every sender is. Regular gather only (in gatherv the senders do not know where
-// their block goes); shared pages not where ranks share CPUs (sharing_applies). When the root's
-// buffer can take neither, the call goes on through the exchange, one round later.
+// copy (process_vm_writev, where kernel_copy_applies). In round one the root posts its note; each
+// sender copies its block into the root's buffer while the root copies its own, one copy each and
+// all at once, where through the slots the root copies every block itself (2 bound ranks, blocks
+// of 256 KiB-4 MiB on buffers the program wrote: docs/performance.md). Into shared pages, the bytes
+// of a block in the partly used pages at the buffer's ends go through its sender's slot in round
+// two. Round two also tells every rank that each sender is done, or could not reach the root's
+// buffer (then all go on through the exchange, the kernel's copy off for the team where it was
+// refused); each returns once every sender is. Regular gather only (in gatherv the senders do not
+// know where their block goes); shared pages not where ranks share CPUs (sharing_applies). When the
+// root's buffer can take neither, the call goes on through the exchange, one round later.
 bool gather_into_root_buffer(Context& ctx, const Block& send, const Layout& recv,
                              std::uint32_t root, std::size_t block_bytes, const GatherSpec& spec) {
   shm::Rounds& rounds = ctx.rounds;
   const std::uint32_t me = rounds.rank(), size = rounds.size();
   const bool pages_apply = sharing_applies(ctx, block_bytes);
-  const bool kernel_applies = writes_into_root(ctx, block_bytes);
+  const bool kernel_applies = kernel_copy_applies(ctx, block_bytes);
   if (!pages_apply && !kernel_applies) return false;
   const std::size_t span = block_bytes * size;
   const std::uint32_t round = rounds.begin();
@@ -185,9 +175,7 @@ bool gather_into_root_buffer(Context& ctx, const Block& send, const Layout& recv
     if (notes.pages.fd < 0 && notes.process.bytes == 0) return false;
     spec.copy_own();
     const std::uint32_t done = rounds.begin();
-    const unsigned missed = what_any_rank_missed(ctx, done, kMissedNothing);
-    if (missed & kMissedProcess) ctx.cma_refused = true;  // every rank alike
-    if (missed != kMissedNothing) return false;
+    if (what_any_rank_missed(ctx, done, kMissedNothing) != kMissedNothing) return false;
     if (notes.pages.fd >= 0)
       copy_outside_the_pages(ctx, root, block_bytes, notes.pages, first, done);
     return true;
@@ -212,9 +200,7 @@ bool gather_into_root_buffer(Context& ctx, const Block& send, const Layout& recv
   } else if (!write_into_root_memory(ctx, send, root, block_bytes, notes.process)) {
     missed = kMissedProcess;
   }
-  missed = what_any_rank_missed(ctx, done, missed);
-  if (missed & kMissedProcess) ctx.cma_refused = true;
-  return missed == kMissedNothing;
+  return what_any_rank_missed(ctx, done, missed) == kMissedNothing;
 }
 
 }  // namespace

@@ -77,6 +77,11 @@ bool sharing_applies(const Context& ctx, std::size_t bytes) {
   return least > 0 && bytes >= least && !ctx.tree_shape.ranks_share_cpus;
 }
 
+bool kernel_copy_applies(const Context& ctx, std::size_t bytes) {
+  const std::uint64_t least = ctx.tunables.cma_min;
+  return least != 0 && bytes >= least && !ctx.cma_refused;
+}
+
 BufferNote note_on(const shm::SharedPages& pages, const std::byte* data, std::size_t bytes,
                    std::size_t unit) {
   const auto within = [&](const std::byte* at) {
@@ -172,6 +177,7 @@ unsigned what_any_rank_missed(Context& ctx, std::uint32_t round, unsigned missed
     if (peer != rounds.rank())
       missed |= std::to_integer<unsigned>(*rounds.wait_message(peer, round));
   }
+  if (missed & kMissedProcess) ctx.cma_refused = true;  // every rank alike, for good
   return missed;
 }
 

@@ -59,6 +59,10 @@ void unpack_shared(const Block& to, const BufferNote& note, const std::byte* pag
 // Whether a call of `bytes` may read buffers where they are (SHMCOLL_SHARE_PAGES_MIN; not where
 // ranks share CPUs, where the extra round may cost a switch).
 bool sharing_applies(const Context& ctx, std::size_t bytes);
+// Whether blocks of `bytes` may be copied by the kernel's cross-memory copy: from
+// SHMCOLL_CMA_MIN, until a rank of the team is refused it. Every rank knows the block length and
+// the team's settings, so all decide alike.
+bool kernel_copy_applies(const Context& ctx, std::size_t bytes);
 
 // Publishes my note for `bytes` at `send` (nullptr: not shared) in `round`, which has begun,
 // after writing the bytes outside the shared pages into my slot; the shared part starts and ends
@@ -85,6 +89,8 @@ bool every_rank_reached(Context& ctx, std::uint32_t round, bool reached);
 // What a rank could not reach in a call that read peers' memory where it is.
 enum Missed : unsigned char { kMissedNothing = 0, kMissedPages = 1, kMissedProcess = 2 };
 // every_rank_reached, saying what was missed: the union of every rank's `missed` (Missed bits).
+// Where a rank was refused the kernel's copy, the team leaves it off from then on (cma_refused,
+// set alike on every rank).
 unsigned what_any_rank_missed(Context& ctx, std::uint32_t round, unsigned missed);
 inline const std::byte* locate(const BufferNote& note, const std::byte* pages,
                                const std::byte* slot, std::size_t at) {

@@ -65,6 +65,14 @@ static void check_reductions_c(MPI_Comm comm, MPI_Count n) {
   free(sum);
 }
 
+// Completes the call just made in `form` (0 blocking, 1 nonblocking, 2 persistent, not yet
+// started): starts it, waits for it and frees it as that form asks.
+static void complete(int form, MPI_Request* request) {
+  if (form == 2) MPI_Start(request);
+  if (form > 0) MPI_Wait(request, MPI_STATUS_IGNORE);
+  if (form == 2) MPI_Request_free(request);
+}
+
 // Rank r sends (r + peer) % 3 + `base` ints to each peer, blocks laid out back to front, so
 // counts and displacements both matter.
 static void check_alltoallv_c(MPI_Comm comm, MPI_Count base) {
@@ -102,9 +110,7 @@ static void check_alltoallv_c(MPI_Comm comm, MPI_Count base) {
     if (form == 2)
       MPI_Alltoallv_init_c(send, send_counts, send_displs, MPI_INT, recv, recv_counts, recv_displs,
                            MPI_INT, comm, MPI_INFO_NULL, &request);
-    if (form == 2) MPI_Start(&request);
-    if (form > 0) MPI_Wait(&request, MPI_STATUS_IGNORE);
-    if (form == 2) MPI_Request_free(&request);
+    complete(form, &request);
     for (int peer = 0; peer < size; ++peer)
       for (MPI_Count i = 0; i < recv_counts[peer]; ++i)
         bad += recv[recv_displs[peer] + i] != peer * 100000 + rank * 1000 + (int)(i % 997);
@@ -148,9 +154,7 @@ static void check_movement_c(MPI_Comm comm, MPI_Count n) {
     if (form == 1) MPI_Iscatter_c(send, n, MPI_INT, recv, n, MPI_INT, root, comm, &request);
     if (form == 2)
       MPI_Scatter_init_c(send, n, MPI_INT, recv, n, MPI_INT, root, comm, MPI_INFO_NULL, &request);
-    if (form == 2) MPI_Start(&request);
-    if (form > 0) MPI_Wait(&request, MPI_STATUS_IGNORE);
-    if (form == 2) MPI_Request_free(&request);
+    complete(form, &request);
     bad += blocks_hold(recv, 1, n, root, rank);
 
     memset(recv, 0, sizeof(int) * (size_t)(n * size));
@@ -158,9 +162,7 @@ static void check_movement_c(MPI_Comm comm, MPI_Count n) {
     if (form == 1) MPI_Igather_c(send, n, MPI_INT, recv, n, MPI_INT, root, comm, &request);
     if (form == 2)
       MPI_Gather_init_c(send, n, MPI_INT, recv, n, MPI_INT, root, comm, MPI_INFO_NULL, &request);
-    if (form == 2) MPI_Start(&request);
-    if (form > 0) MPI_Wait(&request, MPI_STATUS_IGNORE);
-    if (form == 2) MPI_Request_free(&request);
+    complete(form, &request);
     if (rank == root) bad += blocks_hold(recv, size, n, -1, 0);
 
     memset(recv, 0, sizeof(int) * (size_t)(n * size));
@@ -168,9 +170,7 @@ static void check_movement_c(MPI_Comm comm, MPI_Count n) {
     if (form == 1) MPI_Iallgather_c(send, n, MPI_INT, recv, n, MPI_INT, comm, &request);
     if (form == 2)
       MPI_Allgather_init_c(send, n, MPI_INT, recv, n, MPI_INT, comm, MPI_INFO_NULL, &request);
-    if (form == 2) MPI_Start(&request);
-    if (form > 0) MPI_Wait(&request, MPI_STATUS_IGNORE);
-    if (form == 2) MPI_Request_free(&request);
+    complete(form, &request);
     bad += blocks_hold(recv, size, n, -1, 0);
 
     memset(recv, 0, sizeof(int) * (size_t)(n * size));
@@ -178,9 +178,7 @@ static void check_movement_c(MPI_Comm comm, MPI_Count n) {
     if (form == 1) MPI_Ialltoall_c(send, n, MPI_INT, recv, n, MPI_INT, comm, &request);
     if (form == 2)
       MPI_Alltoall_init_c(send, n, MPI_INT, recv, n, MPI_INT, comm, MPI_INFO_NULL, &request);
-    if (form == 2) MPI_Start(&request);
-    if (form > 0) MPI_Wait(&request, MPI_STATUS_IGNORE);
-    if (form == 2) MPI_Request_free(&request);
+    complete(form, &request);
     bad += blocks_hold(recv, size, n, -1, rank);
   }
   CHECK(bad == 0, "large-count scatter, gather, allgather and alltoall of %lld ints: %d wrong",
@@ -222,9 +220,7 @@ static void check_v_forms_c(MPI_Comm comm, MPI_Count base) {
     if (form == 2)
       MPI_Scatterv_init_c(send, counts, displs, MPI_INT, recv, counts[rank], MPI_INT, root, comm,
                           MPI_INFO_NULL, &request);
-    if (form == 2) MPI_Start(&request);
-    if (form > 0) MPI_Wait(&request, MPI_STATUS_IGNORE);
-    if (form == 2) MPI_Request_free(&request);
+    complete(form, &request);
     for (MPI_Count i = 0; i < counts[rank]; ++i) bad += recv[i] != block_value(root, rank, i);
 
     memset(recv, 0, sizeof(int) * (size_t)total);
@@ -236,9 +232,7 @@ static void check_v_forms_c(MPI_Comm comm, MPI_Count base) {
     if (form == 2)
       MPI_Gatherv_init_c(mine, counts[rank], MPI_INT, recv, counts, displs, MPI_INT, root, comm,
                          MPI_INFO_NULL, &request);
-    if (form == 2) MPI_Start(&request);
-    if (form > 0) MPI_Wait(&request, MPI_STATUS_IGNORE);
-    if (form == 2) MPI_Request_free(&request);
+    complete(form, &request);
     for (int b = 0; b < size && rank == root; ++b)
       for (MPI_Count i = 0; i < counts[b]; ++i) bad += recv[displs[b] + i] != block_value(b, b, i);
 
@@ -250,9 +244,7 @@ static void check_v_forms_c(MPI_Comm comm, MPI_Count base) {
     if (form == 2)
       MPI_Allgatherv_init_c(mine, counts[rank], MPI_INT, recv, counts, displs, MPI_INT, comm,
                             MPI_INFO_NULL, &request);
-    if (form == 2) MPI_Start(&request);
-    if (form > 0) MPI_Wait(&request, MPI_STATUS_IGNORE);
-    if (form == 2) MPI_Request_free(&request);
+    complete(form, &request);
     for (int b = 0; b < size; ++b)
       for (MPI_Count i = 0; i < counts[b]; ++i) bad += recv[displs[b] + i] != block_value(b, b, i);
   }
