@@ -13,13 +13,21 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Each MPI's launcher, as the build found it (cmake/shmcoll_mpis.cmake).
+#ifndef SHMCOLL_MPIRUN_OPENMPI
+#define SHMCOLL_MPIRUN_OPENMPI "mpirun.openmpi"
+#endif
+#ifndef SHMCOLL_MPIRUN_MPICH
+#define SHMCOLL_MPIRUN_MPICH "mpirun.mpich"
+#endif
+
 std::vector<std::string> launcher(const std::string& mpi, int ranks) {
   const bool fits = ranks_fit_cores(ranks);
   if (mpi == "openmpi") {
-    return {"mpirun.openmpi",     "--oversubscribe", "--bind-to", fits ? "core" : "none", "-np",
+    return {SHMCOLL_MPIRUN_OPENMPI, "--oversubscribe", "--bind-to", fits ? "core" : "none", "-np",
             std::to_string(ranks)};
   }
-  return {"mpirun.mpich", "-bind-to", fits ? "core" : "none", "-np", std::to_string(ranks)};
+  return {SHMCOLL_MPIRUN_MPICH, "-bind-to", fits ? "core" : "none", "-np", std::to_string(ranks)};
 }
 
 }  // namespace

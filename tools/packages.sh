@@ -1,5 +1,14 @@
-# Sourced by run-tests and run-demo: installs the Debian 12 packages shmcoll needs when missing.
-# Needs root (or sudo) only when something is missing.
+# Sourced by run-tests and run-demo: installs the packages shmcoll needs when missing, by their
+# names in Debian 12 (bookworm), Debian 13 (trixie) or Ubuntu 24.04 (noble). Needs root (or sudo)
+# only when something is missing.
+
+# The one name that differs between these releases: clang's runtime (libFuzzer) carries clang's
+# major version.
+case "$(. /etc/os-release && echo "${VERSION_CODENAME:-}")" in
+  trixie) SHMCOLL_CLANG_MAJOR=19 ;;
+  noble) SHMCOLL_CLANG_MAJOR=18 ;;
+  *) SHMCOLL_CLANG_MAJOR=14 ;;
+esac
 
 SHMCOLL_BUILD_PACKAGES=(cmake g++ make pkg-config hwloc libhwloc-dev libnuma-dev libgtest-dev
   libbenchmark-dev libcli11-dev nlohmann-json3-dev gnuplot-nox)
@@ -8,7 +17,7 @@ SHMCOLL_BUILD_PACKAGES=(cmake g++ make pkg-config hwloc libhwloc-dev libnuma-dev
 SHMCOLL_MPI_PACKAGES=(openmpi-bin libopenmpi-dev mpich libmpich-dev gfortran python3-mpi4py
   python3-numpy)
 # clang with its libFuzzer runtime, for the fuzz preset.
-SHMCOLL_FUZZ_PACKAGES=(clang libclang-rt-14-dev)
+SHMCOLL_FUZZ_PACKAGES=(clang "libclang-rt-${SHMCOLL_CLANG_MAJOR}-dev")
 
 ensure_packages() {
   local missing=()

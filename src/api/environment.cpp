@@ -67,13 +67,14 @@ std::vector<EnvironmentVariable> environment_variables() {
        "most communicator teams alive per process; later communicators use PMPI", "MPI layer"},
       {kMpiTeamAfterCallsEnv, std::to_string(defaults.team_after_calls),
        "calls a communicator makes through PMPI before its members first agree on a team (one "
-       "kept from a freed communicator, or a new one once it has proved busy)",
+       "kept from a freed communicator, or a new one once it has proved busy); MPI_COMM_WORLD's "
+       "agree in MPI_Init",
        "MPI layer"},
       {kMpiNewTeamAfterEnv, std::to_string(defaults.new_team_after_calls),
        "blocking calls the communicators of a set of ranks make through PMPI (on the member that "
        "made most) before these ranks get a new team, checked at a communicator's calls n+1, then "
        "2 to 16 times as many; counted in calls, not time, so every run takes the same path; "
-       "MPI_COMM_WORLD at its first check",
+       "not for MPI_COMM_WORLD, whose team is made in MPI_Init",
        "MPI layer"},
       {kMpiNewTeamAfterRetiredEnv, "-",
        "retired: ignored, with a warning on stderr (the rule counts calls now, "

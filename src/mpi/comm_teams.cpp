@@ -440,6 +440,11 @@ std::shared_ptr<Team> shared_team(MPI_Comm comm) {
   return cached ? cached->team : nullptr;
 }
 
+void agree_world_team() {
+  CachedTeam* cached = cached_of(MPI_COMM_WORLD);
+  if (cached && !cached->decided) decide(MPI_COMM_WORLD, *cached);
+}
+
 WaitCounts world_wait_counts() {
   if (keyval == MPI_KEYVAL_INVALID) return {};
   void* value = nullptr;

@@ -310,9 +310,10 @@ std::span<const std::int64_t> repeat(std::int64_t value, int n, int slot) {
   return {array.data(), static_cast<std::size_t>(n)};
 }
 
-std::optional<std::span<const Datatype>> datatypes_of(const MPI_Datatype* types, const int* counts,
-                                                      int n, int slot) {
-  if (!types || !counts) return std::span<const Datatype>{};
+std::optional<std::span<const Datatype>> datatypes_of(const MPI_Datatype* types,
+                                                      std::span<const std::int64_t> counts, int n,
+                                                      int slot) {
+  if (!types || counts.size() < static_cast<std::size_t>(n)) return std::span<const Datatype>{};
   auto& array = type_arrays[slot];
   if (array.size() < static_cast<std::size_t>(n)) array.resize(n, unused_type());
   for (int i = 0; i < n; ++i) {

@@ -64,14 +64,14 @@ using F = MPI_Fint;
 SHMCOLL_FORTRAN(init, INIT, (F * ierror), (ierror)) {
   refuse_the_wrong_mpi();
   next_definition<void(F*)>("ompi_init_f")(ierror);
-  note_thread_level();
+  start_layer();
 }
 
 SHMCOLL_FORTRAN(init_thread, INIT_THREAD, (F * required, F* provided, F* ierror),
                 (required, provided, ierror)) {
   refuse_the_wrong_mpi();
   next_definition<void(F*, F*, F*)>("ompi_init_thread_f")(required, provided, ierror);
-  set_thread_level(*provided);
+  start_layer();
 }
 
 SHMCOLL_FORTRAN(finalize, FINALIZE, (F * ierror), (ierror)) {
@@ -250,14 +250,14 @@ extern "C" {
 void mpi_init_f08_(MPI_Fint* ierror) {
   refuse_the_wrong_mpi();
   next_definition<void(MPI_Fint*)>("mpi_init_f08_")(ierror);
-  note_thread_level();
+  start_layer();
 }
 
 void mpi_init_thread_f08_(MPI_Fint* required, MPI_Fint* provided, MPI_Fint* ierror) {
   refuse_the_wrong_mpi();
   next_definition<void(MPI_Fint*, MPI_Fint*, MPI_Fint*)>("mpi_init_thread_f08_")(required, provided,
                                                                                  ierror);
-  set_thread_level(*provided);
+  start_layer();
 }
 
 void mpi_finalize_f08_(MPI_Fint* ierror) {

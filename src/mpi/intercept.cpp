@@ -44,10 +44,14 @@ void shmcoll::mpi::refuse_the_wrong_mpi() {
   std::_Exit(1);
 }
 
-void shmcoll::mpi::note_thread_level() {
+void shmcoll::mpi::start_layer() {
+  int initialized = 0;
+  PMPI_Initialized(&initialized);
+  if (!initialized) return;  // the MPI's init failed: its error stands
   int provided = MPI_THREAD_SINGLE;
   PMPI_Query_thread(&provided);
   set_thread_level(provided);
+  agree_world_team();
 }
 
 void shmcoll::mpi::finalize_layer() {
@@ -65,14 +69,14 @@ __attribute__((visibility("default"))) const char* shmcoll_mpi_layer_version(voi
 int MPI_Init(int* argc, char*** argv) {
   refuse_the_wrong_mpi();
   const int result = PMPI_Init(argc, argv);
-  note_thread_level();
+  start_layer();
   return result;
 }
 
 int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
   refuse_the_wrong_mpi();
   const int result = PMPI_Init_thread(argc, argv, required, provided);
-  set_thread_level(*provided);
+  start_layer();
   return result;
 }
 

@@ -70,6 +70,10 @@ WaitCounts world_wait_counts();
 // Frees what team_of cached on MPI_COMM_WORLD and MPI_COMM_SELF (their attributes are not
 // deleted by MPI_Finalize in every MPI).
 void release_world_teams();
+// MPI_COMM_WORLD's members agree on its team (start_layer, in MPI_Init, which every process of the
+// world calls): its calls are served from the first, the nonblocking ones too, which never make
+// members agree (a communicator whose calls are all nonblocking otherwise never gets a team).
+void agree_world_team();
 // SHMCOLL_MPI_DISABLE=1: every call is a plain PMPI call (noted as the call's reason).
 bool layer_disabled();
 void set_thread_level(int provided);
@@ -95,9 +99,10 @@ class SharedTables {
 // (the last type or reduction it used) made under an older count may name a freed handle.
 std::uint64_t forgotten_handles();
 void note_forgotten_handle();
-// What the layer does after the MPI's initialisation (from the thread level it provides) and
-// before its finalisation, whichever language's entry point the program called.
-void note_thread_level();
+// What the layer does after the MPI's initialisation (notes the thread level it provides, agrees
+// MPI_COMM_WORLD's team) and before its finalisation, whichever language's entry point the
+// program called.
+void start_layer();
 // Ends the process with a one-line error naming the right file when the program's MPI is not
 // the one this layer was built for (called before the MPI initialises, from every init entry).
 void refuse_the_wrong_mpi();
@@ -127,7 +132,7 @@ const Datatype& unused_type();
 struct Reduction {
   Dtype dtype;
   Op op;
-  std::size_t bytes(int count) const {
+  std::size_t bytes(std::int64_t count) const {
     return count > 0 ? static_cast<std::size_t>(count) * dtype_size(dtype) : 0;
   }
 };
@@ -163,10 +168,11 @@ std::span<const std::int64_t> widen(const long long* values, int n, int slot);
 std::span<const std::int64_t> widen(const long* values, int n, int slot);
 // `n` copies of `value`, likewise.
 std::span<const std::int64_t> repeat(std::int64_t value, int n, int slot);
-// Alltoallw's per-peer types (slot 0 send, 1 recv); nullopt when one that moves data cannot be
-// decoded.
-std::optional<std::span<const Datatype>> datatypes_of(const MPI_Datatype* types, const int* counts,
-                                                      int n, int slot);
+// Alltoallw's per-peer types (slot 0 send, 1 recv), for the counts (widened) that go with them;
+// nullopt when one that moves data cannot be decoded.
+std::optional<std::span<const Datatype>> datatypes_of(const MPI_Datatype* types,
+                                                      std::span<const std::int64_t> counts, int n,
+                                                      int slot);
 
 // Why a call went to PMPI, for SHMCOLL_MPI_VERBOSE's table: noted where the path is decided
 // (route_of, datatype_of, reduction_of, the intercepted call), read when the call ends in PMPI.

@@ -160,27 +160,17 @@ int MPI_Ialltoallv(const void* sendbuf, const int sendcounts[], const int sdispl
 int MPI_Alltoallw(const void* sendbuf, const int sendcounts[], const int sdispls[],
                   const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
                   const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) {
-  CallTimer timer(Collective::alltoallw);
-  if (const auto done = alltoallw_on(RunNow{}, timer, sendbuf, sendcounts, sdispls, sendtypes,
-                                     recvbuf, recvcounts, rdispls, recvtypes, comm)) {
-    return *done;
-  }
-  return PMPI_Alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
-                        recvtypes, comm);
+  return call_now(Collective::alltoallw, alltoallw_call, PMPI_Alltoallw, sendbuf, sendcounts,
+                  sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
 }
 
 int MPI_Ialltoallw(const void* sendbuf, const int sendcounts[], const int sdispls[],
                    const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
                    const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
                    MPI_Request* request) {
-  CallTimer timer(Collective::alltoallw);
-  if (const auto done =
-          alltoallw_on(RunLater::nonblocking(request), timer, sendbuf, sendcounts, sdispls,
-                       sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm)) {
-    return *done;
-  }
-  return PMPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
-                         recvtypes, comm, request);
+  return call_nonblocking(Collective::alltoallw, alltoallw_call, PMPI_Ialltoallw, request, sendbuf,
+                          sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
+                          comm);
 }
 
 #if MPI_VERSION >= 4
@@ -268,14 +258,9 @@ int MPI_Alltoallw_init(const void* sendbuf, const int sendcounts[], const int sd
                        const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
                        const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
                        MPI_Info info, MPI_Request* request) {
-  CallTimer timer(Collective::alltoallw);
-  if (const auto done =
-          alltoallw_on(RunLater::persistent(request), timer, sendbuf, sendcounts, sdispls,
-                       sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm)) {
-    return *done;
-  }
-  return PMPI_Alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
-                             recvtypes, comm, info, request);
+  return call_persistent(Collective::alltoallw, alltoallw_call, PMPI_Alltoallw_init, info, request,
+                         sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
+                         recvtypes, comm);
 }
 #endif  // MPI_VERSION >= 4
 

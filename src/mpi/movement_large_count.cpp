@@ -188,6 +188,33 @@ int MPI_Alltoallv_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI
   return call_now(Collective::alltoallv, alltoallv_call, PMPI_Alltoallv_c, sendbuf, sendcounts,
                   sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
 }
+
+int MPI_Alltoallw_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[],
+                    const MPI_Datatype sendtypes[], void* recvbuf, const MPI_Count recvcounts[],
+                    const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) {
+  return call_now(Collective::alltoallw, alltoallw_call, PMPI_Alltoallw_c, sendbuf, sendcounts,
+                  sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
+}
+
+int MPI_Ialltoallw_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[],
+                     const MPI_Datatype sendtypes[], void* recvbuf, const MPI_Count recvcounts[],
+                     const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
+                     MPI_Request* request) {
+  return call_nonblocking(Collective::alltoallw, alltoallw_call, PMPI_Ialltoallw_c, request,
+                          sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
+                          recvtypes, comm);
+}
+
+int MPI_Alltoallw_init_c(const void* sendbuf, const MPI_Count sendcounts[],
+                         const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void* recvbuf,
+                         const MPI_Count recvcounts[], const MPI_Aint rdispls[],
+                         const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info,
+                         MPI_Request* request) {
+  return call_persistent(Collective::alltoallw, alltoallw_call, PMPI_Alltoallw_init_c, info,
+                         request, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,
+                         rdispls, recvtypes, comm);
+}
+
 #endif  // MPI_VERSION >= 4
 
 }  // extern "C"

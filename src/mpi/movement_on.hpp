@@ -218,11 +218,11 @@ std::optional<int> alltoallv_on(const Mode& mode, CallTimer& timer, const void* 
   });
 }
 
-template <typename Mode>
+template <typename Mode, typename Count, typename Displacement>
 std::optional<int> alltoallw_on(const Mode& mode, CallTimer& timer, const void* sendbuf,
-                                const int sendcounts[], const int sdispls[],
+                                const Count sendcounts[], const Displacement sdispls[],
                                 const MPI_Datatype sendtypes[], void* recvbuf,
-                                const int recvcounts[], const int rdispls[],
+                                const Count recvcounts[], const Displacement rdispls[],
                                 const MPI_Datatype recvtypes[], MPI_Comm comm) {
   const Route route = mode.route(comm);
   if (route.size() == 0) return std::nullopt;
@@ -231,14 +231,15 @@ std::optional<int> alltoallw_on(const Mode& mode, CallTimer& timer, const void* 
   Arguments arguments("MPI_Alltoallw", size);
   arguments.counts("sendcounts", sends ? sendcounts : nullptr).counts("recvcounts", recvcounts);
   if (!arguments.valid()) return arguments.raise(comm, timer);
-  const auto send_types = mode.keep(datatypes_of(sends ? sendtypes : nullptr, sendcounts, size, 0));
-  const auto recv_types = mode.keep(datatypes_of(recvtypes, recvcounts, size, 1));
-  if (!send_types || !recv_types) return std::nullopt;
   // Displacements here are in bytes, as MPI has them for alltoallw.
   const auto send_counts = mode.keep(widen(sends ? sendcounts : nullptr, size, 0));
   const auto send_offsets = mode.keep(widen(sends ? sdispls : nullptr, size, 1));
   const auto recv_counts = mode.keep(widen(recvcounts, size, 2));
   const auto recv_offsets = mode.keep(widen(rdispls, size, 3));
+  const auto send_types =
+      mode.keep(datatypes_of(sends ? sendtypes : nullptr, send_counts, size, 0));
+  const auto recv_types = mode.keep(datatypes_of(recvtypes, recv_counts, size, 1));
+  if (!send_types || !recv_types) return std::nullopt;
   std::size_t bytes = 0;
   for (int i = 0; i < static_cast<int>(recv_types->size()); ++i) {
     bytes += bytes_of(recvcounts[i], (*recv_types)[i]);
@@ -252,6 +253,9 @@ std::optional<int> alltoallw_on(const Mode& mode, CallTimer& timer, const void* 
 
 // The collectives as callables over the mode, for the entry points of their int and MPI_Count
 // forms (call_now and the others, modes.hpp).
+inline constexpr auto alltoallw_call = [](const auto& mode, CallTimer& timer, auto... arguments) {
+  return alltoallw_on(mode, timer, arguments...);
+};
 inline constexpr auto scatter_call = [](const auto& mode, CallTimer& timer, auto... arguments) {
   return scatter_on(mode, timer, arguments...);
 };

@@ -9,6 +9,14 @@ mpirun=$1 program=$2 layer=$3
 source "$(dirname "$0")/mpi_launch.sh"
 first_call=(SHMCOLL_MPI_TEAM_AFTER_CALLS=0 SHMCOLL_MPI_NEW_TEAM_AFTER_CALLS=0)  # a team for each
 
+# Open MPI 5.0.7's mpirun (Debian 13) crashes on any MPMD launch, with or without the layer: then
+# there is nothing to compare, and the test says so (exit 77: skipped).
+if ! "$mpirun" "${extra[@]}" -np 1 true : -np 1 true > "$work/mpmd" 2>&1; then
+  tail -n 5 "$work/mpmd"
+  echo "SKIP: $mpirun cannot launch an MPMD program (two commands), even without the layer"
+  exit 77
+fi
+
 "$mpirun" "${extra[@]}" -np 2 "$program" > "$work/plain" 2> "$work/plain.err" ||
   { cat "$work/plain" "$work/plain.err"; echo "FAIL: the program fails without the layer"; exit 1; }
 "$mpirun" "${extra[@]}" \
