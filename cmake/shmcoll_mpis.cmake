@@ -32,8 +32,16 @@ function(shmcoll_mpi_flavour_of include_dirs result)
   endif()
 endfunction()
 
-# One MPI through FindMPI: adds its flavour, or says why not.
+# One MPI through FindMPI: adds its flavour, or says why not. Without MPI_HOME or MPI_C_COMPILER,
+# the first mpicc in PATH names it (FindMPI alone would start from the first mpiexec in PATH, which
+# may be another MPI's).
 function(shmcoll_mpi_from_find_mpi flavours_var)
+  if(NOT MPI_HOME AND NOT DEFINED ENV{MPI_HOME} AND NOT MPI_C_COMPILER)
+    find_program(mpicc_in_path mpicc NO_CACHE)
+    if(mpicc_in_path)
+      set(MPI_C_COMPILER "${mpicc_in_path}")
+    endif()
+  endif()
   find_package(MPI COMPONENTS C)
   if(NOT MPI_C_FOUND)
     message(STATUS "shmcoll MPI layer: FindMPI found no MPI (set MPI_HOME or MPI_C_COMPILER)")

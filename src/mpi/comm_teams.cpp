@@ -215,13 +215,15 @@ void settle(CachedTeam& cached, Proposal& proposal) {
 // on these ranks' communicators while they warmed up (TeamPool::warm_up_calls), and whether any
 // member turned node by node off.
 void agree(MPI_Comm comm, CachedTeam& cached, Proposal& proposal) {
-  const auto start = std::chrono::steady_clock::now();
   const auto kept = static_cast<std::int64_t>(proposal.kept_id);
   const bool node_by_node = detail::mpi_layer_settings().node_by_node;
   const std::int64_t proposed[5] = {proposal.place ? 0 : 1, kept, -kept, proposal.warm_up_calls,
                                     node_by_node ? 0 : 1};
   std::int64_t agreed[5] = {};
   PMPI_Allreduce(proposed, agreed, 5, MPI_INT64_T, MPI_MAX, comm);
+  // A team's making is timed from here: the members are together (in MPI_Init, the agreement
+  // also waits for the last process to start).
+  const auto start = std::chrono::steady_clock::now();
   if (agreed[0] != 0) {  // asked again at the next check: a busy communicator gets a freed place
     cached.why_pmpi = PmpiReason::team_cap;
     return;

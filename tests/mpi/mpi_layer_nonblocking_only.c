@@ -13,7 +13,6 @@
 
 enum { kRounds = 1000, kCount = 16 };
 
-
 static int64_t value(int rank, int i, int round) {
   return (int64_t)rank * 1000003 + i * 31 + round;
 }
