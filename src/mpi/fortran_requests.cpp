@@ -4,6 +4,8 @@
 // names (fortran.hpp) and go on to the C entry points with the handles and statuses converted, as
 // Open MPI's own bindings convert them. MPICH's mpif.h and `use mpi` bindings reach the C entry
 // points already, as do its mpi_f08 collectives; its mpi_f08 completion calls are taken here.
+#include <dlfcn.h>
+
 #include <vector>
 
 #include "mpi/fortran.hpp"
@@ -390,13 +392,21 @@ namespace {
 MPI_Request* requests_of(MPI_Fint* requests) {
   return reinterpret_cast<MPI_Request*>(requests);
 }
+// MPICH's mpi_f08 sentinels, MPI_F08_STATUS(ES)_IGNORE, are variables of its Fortran library from
+// MPICH 4.1 on (libmpifort), which a layer built against the C library alone (FindMPI's MPI::MPI_C)
+// does not link, and which an MPICH built without Fortran does not have: looked up at the first
+// mpi_f08 call, which only a program with that library loaded makes.
+MPI_F08_status* f08_sentinel(const char* name) {
+  const auto* variable = static_cast<MPI_F08_status* const*>(dlsym(RTLD_DEFAULT, name));
+  return variable ? *variable : nullptr;
+}
 MPI_Status* status_of(MPI_F08_status* status) {
-  return status == MPI_F08_STATUS_IGNORE ? MPI_STATUS_IGNORE
-                                         : reinterpret_cast<MPI_Status*>(status);
+  static MPI_F08_status* const ignore = f08_sentinel("MPI_F08_STATUS_IGNORE");
+  return status == ignore ? MPI_STATUS_IGNORE : reinterpret_cast<MPI_Status*>(status);
 }
 MPI_Status* statuses_of(MPI_F08_status* statuses) {
-  return statuses == MPI_F08_STATUSES_IGNORE ? MPI_STATUSES_IGNORE
-                                             : reinterpret_cast<MPI_Status*>(statuses);
+  static MPI_F08_status* const ignore = f08_sentinel("MPI_F08_STATUSES_IGNORE");
+  return statuses == ignore ? MPI_STATUSES_IGNORE : reinterpret_cast<MPI_Status*>(statuses);
 }
 }  // namespace
 
