@@ -172,29 +172,30 @@ std::optional<int> reduce_scatter_block_on(const Mode& mode, CallTimer& timer, c
 
 // Each collective as a callable over the mode, for the entry points of its int and MPI_Count forms
 // (call_now, call_nonblocking, call_persistent: modes.hpp).
-constexpr auto barrier_call = [](const auto& mode, CallTimer& timer, auto... arguments) {
+inline constexpr auto barrier_call = [](const auto& mode, CallTimer& timer, auto... arguments) {
   return barrier_on(mode, timer, arguments...);
 };
-constexpr auto bcast_call = [](const auto& mode, CallTimer& timer, auto... arguments) {
+inline constexpr auto bcast_call = [](const auto& mode, CallTimer& timer, auto... arguments) {
   return bcast_on(mode, timer, arguments...);
 };
-constexpr auto reduce_call = [](const auto& mode, CallTimer& timer, auto... arguments) {
+inline constexpr auto reduce_call = [](const auto& mode, CallTimer& timer, auto... arguments) {
   return reduce_on(mode, timer, arguments...);
 };
-constexpr auto allreduce_call = [](const auto& mode, CallTimer& timer, auto... arguments) {
+inline constexpr auto allreduce_call = [](const auto& mode, CallTimer& timer, auto... arguments) {
   return allreduce_on(mode, timer, arguments...);
 };
-constexpr auto reduce_scatter_call = [](const auto& mode, CallTimer& timer, auto... arguments) {
+inline constexpr auto reduce_scatter_call = [](const auto& mode, CallTimer& timer,
+                                               auto... arguments) {
   return reduce_scatter_on(mode, timer, arguments...);
 };
-constexpr auto reduce_scatter_block_call = [](const auto& mode, CallTimer& timer,
-                                              auto... arguments) {
+inline constexpr auto reduce_scatter_block_call = [](const auto& mode, CallTimer& timer,
+                                                     auto... arguments) {
   return reduce_scatter_block_on(mode, timer, arguments...);
 };
-constexpr auto scan_call = [](const auto& mode, CallTimer& timer, auto... arguments) {
+inline constexpr auto scan_call = [](const auto& mode, CallTimer& timer, auto... arguments) {
   return prefix_on(mode, &Team::scan, &NodeHierarchy::scan, timer, arguments...);
 };
-constexpr auto exscan_call = [](const auto& mode, CallTimer& timer, auto... arguments) {
+inline constexpr auto exscan_call = [](const auto& mode, CallTimer& timer, auto... arguments) {
   return prefix_on(mode, &Team::exscan, &NodeHierarchy::exscan, timer, arguments...);
 };
 
