@@ -293,6 +293,13 @@ void Rounds::wait_slow(Awaited awaited, std::int64_t round, Reached reached,
                        const std::atomic<std::uint32_t>& futex_word,
                        std::atomic<std::uint32_t>& sleepers) {
   auto& header = segment_.header();
+  // The team may end just after what I wait for arrived: peers that ran ahead while I was
+  // preempted between reading `reached` and the abort word, found a mismatch and ended it. The
+  // wait is over then, and my next round reports the abort: failing here would fail a team's
+  // join, outside the first call that the program guards.
+  auto aborted_before_reached = [&] {
+    return header.abort_word.load(std::memory_order_acquire) != 0 && !reached();
+  };
   const long long start = now_ns();
   int my_cpu = -1;
   bool peer_said_my_cpu = false;
@@ -300,7 +307,7 @@ void Rounds::wait_slow(Awaited awaited, std::int64_t round, Reached reached,
   // reading it rarely would stretch a short spin many times over.
   for (unsigned spins = 1;; ++spins) {
     if (reached()) return;
-    if (header.abort_word.load(std::memory_order_relaxed) != 0) fail_aborted(awaited());
+    if (aborted_before_reached()) fail_aborted(awaited());
     cpu_relax();
     if (spins % 16 != 0) continue;
     if (spins == 16) {
@@ -334,7 +341,7 @@ void Rounds::wait_slow(Awaited awaited, std::int64_t round, Reached reached,
     const long long yield_start = now_ns();
     for (unsigned yields = 1;; ++yields) {
       if (reached()) return;
-      if (header.abort_word.load(std::memory_order_relaxed) != 0) fail_aborted(awaited());
+      if (aborted_before_reached()) fail_aborted(awaited());
       sched_yield();
       ++counts_.yields;
       if (yields % 8 == 0) {
@@ -362,7 +369,7 @@ void Rounds::wait_slow(Awaited awaited, std::int64_t round, Reached reached,
     if (shares_cpu_with(peer, my_cpu)) move_off(my_cpu);
     if (reached()) return;
     run_wait_idle_hook();
-    if (header.abort_word.load(std::memory_order_acquire) != 0) fail_aborted(awaited());
+    if (aborted_before_reached()) fail_aborted(awaited());
     if (peer != rank_ && peer_has_exited(peer)) {
       if (reached()) return;  // it published before leaving
       // ... or ended the team before leaving (a mismatch it found, say), after the abort check
