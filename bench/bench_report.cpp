@@ -91,17 +91,28 @@ void print_comparison(const std::vector<Sweep>& contenders, const RunInfo& info)
   std::printf(" %9s %11s\n", "x_floor", "memcpy_us");
   for (std::size_t r = 0; r < contenders.front().rows.size(); ++r) {
     const std::size_t bytes = contenders.front().rows[r].bytes;
-    std::vector<double> medians;
+    std::vector<double> medians;  // 0 where a contender has no row of this size (it failed)
     double best_mpi = 0;
     std::printf("%10zu", bytes);
     for (const Sweep& sweep : contenders) {
-      const double median = stats_of(sweep.rows[r].samples).median;
+      const auto row = std::find_if(sweep.rows.begin(), sweep.rows.end(),
+                                    [&](const Row& candidate) { return candidate.bytes == bytes; });
+      const double median = row == sweep.rows.end() ? 0 : stats_of(row->samples).median;
       medians.push_back(median);
+      if (median == 0) {
+        std::printf(" %14s", "-");
+        continue;
+      }
       std::printf(" %14.3f", median * 1e6);
       if (is_plain_mpi(sweep.contender) && (best_mpi == 0 || median < best_mpi)) best_mpi = median;
     }
     for (std::size_t c = 0; c < contenders.size(); ++c) {
-      if (!is_plain_mpi(contenders[c].contender)) std::printf(" %16.2f", best_mpi / medians[c]);
+      if (is_plain_mpi(contenders[c].contender)) continue;
+      if (best_mpi == 0 || medians[c] == 0) {
+        std::printf(" %16s", "-");
+      } else {
+        std::printf(" %16.2f", best_mpi / medians[c]);
+      }
     }
     std::printf(" %9.2f %11.3f\n", medians.front() / contenders.front().line_exchange_seconds,
                 info.refs.memcpy_seconds(bytes) * 1e6);

@@ -2,7 +2,8 @@
 # MPICH and the MPIs that share its ABI: Intel MPI, Cray MPICH, MVAPICH), and comes with
 # - mpi_c_<flavour>: its C library, for the layer and the programs built against that MPI;
 # - SHMCOLL_MPIRUN_<flavour>: its launcher;
-# - SHMCOLL_MPIFORT_<flavour>: its Fortran wrapper compiler, empty when it has none;
+# - SHMCOLL_MPIFORT_<flavour>: its Fortran wrapper compiler, empty when it has none or it cannot
+#   compile `include 'mpif.h'` (an MPI built without Fortran may still install the wrapper);
 # - SHMCOLL_MPI_FROM_<flavour>: pkg-config (Debian's package, which Debian's mpi4py is built on)
 #   or FindMPI.
 # Where they come from, first match wins:
@@ -32,14 +33,42 @@ function(shmcoll_mpi_flavour_of include_dirs result)
   endif()
 endfunction()
 
-# One MPI through FindMPI: adds its flavour, or says why not. Without MPI_HOME or MPI_C_COMPILER,
-# the first mpicc in PATH names it (FindMPI alone would start from the first mpiexec in PATH, which
-# may be another MPI's).
+# `mpifort` itself when it compiles a program that includes mpif.h, else empty: Open MPI built
+# without Fortran installs its mpifort and an mpif.h that includes a file it does not install.
+function(shmcoll_working_mpifort mpifort result)
+  set(${result} "" PARENT_SCOPE)
+  if(NOT mpifort)
+    return()
+  endif()
+  set(probe "${CMAKE_BINARY_DIR}/CMakeFiles/shmcoll_mpifort_probe")
+  file(MAKE_DIRECTORY "${probe}")
+  file(WRITE "${probe}/probe.f90" "program probe\n  include 'mpif.h'\n  integer :: ierror\n"
+                                  "  call MPI_Init(ierror)\n  call MPI_Finalize(ierror)\nend program\n")
+  execute_process(COMMAND "${mpifort}" -c probe.f90 WORKING_DIRECTORY "${probe}"
+                  RESULT_VARIABLE failed OUTPUT_QUIET ERROR_QUIET)
+  if(failed)
+    message(STATUS "shmcoll MPI layer: ${mpifort} cannot compile mpif.h: no Fortran checks")
+    return()
+  endif()
+  set(${result} "${mpifort}" PARENT_SCOPE)
+endfunction()
+
+# One MPI through FindMPI: adds its flavour, or says why not. The mpicc named by MPI_C_COMPILER,
+# else the one in MPI_HOME's bin, else the first in PATH names it: FindMPI alone would start from
+# the first mpiexec in PATH (or the one a previous configure cached), which may be another MPI's.
 function(shmcoll_mpi_from_find_mpi flavours_var)
-  if(NOT MPI_HOME AND NOT DEFINED ENV{MPI_HOME} AND NOT MPI_C_COMPILER)
-    find_program(mpicc_in_path mpicc NO_CACHE)
-    if(mpicc_in_path)
-      set(MPI_C_COMPILER "${mpicc_in_path}")
+  if(NOT MPI_C_COMPILER)
+    set(home "${MPI_HOME}")
+    if(NOT home AND DEFINED ENV{MPI_HOME})
+      set(home "$ENV{MPI_HOME}")
+    endif()
+    if(home)
+      find_program(mpicc_found mpicc HINTS "${home}/bin" NO_DEFAULT_PATH NO_CACHE)
+    else()
+      find_program(mpicc_found mpicc NO_CACHE)
+    endif()
+    if(mpicc_found)
+      set(MPI_C_COMPILER "${mpicc_found}")
     endif()
   endif()
   find_package(MPI COMPONENTS C)
@@ -67,9 +96,7 @@ function(shmcoll_mpi_from_find_mpi flavours_var)
   endif()
   find_program(mpifort NAMES mpifort${suffix} mpif90${suffix} HINTS "${bin}" NO_DEFAULT_PATH
                NO_CACHE)
-  if(NOT mpifort)
-    set(mpifort "")
-  endif()
+  shmcoll_working_mpifort("${mpifort}" mpifort)
   set(SHMCOLL_MPIRUN_${flavour} "${mpirun}" CACHE INTERNAL "")
   set(SHMCOLL_MPIFORT_${flavour} "${mpifort}" CACHE INTERNAL "")
   set(SHMCOLL_MPI_FROM_${flavour} FindMPI CACHE INTERNAL "")
@@ -94,9 +121,7 @@ function(shmcoll_mpis_from_pkg_config flavours_var)
     add_library(mpi_c_${flavour} ALIAS PkgConfig::MPI_PC_${flavour})
     unset(mpifort)  # else find_program keeps the last flavour's
     find_program(mpifort mpif90.${flavour} NO_CACHE)
-    if(NOT mpifort)
-      set(mpifort "")
-    endif()
+    shmcoll_working_mpifort("${mpifort}" mpifort)
     set(SHMCOLL_MPIRUN_${flavour} mpirun.${flavour} CACHE INTERNAL "")
     set(SHMCOLL_MPIFORT_${flavour} "${mpifort}" CACHE INTERNAL "")
     set(SHMCOLL_MPI_FROM_${flavour} pkg-config CACHE INTERNAL "")

@@ -166,6 +166,39 @@ TEST(BenchHarness, SingleCallMethodSideBySideWithEachMpi) {
 }
 #endif
 
+#ifdef SHMCOLL_BENCH_MPIS
+// Open MPI with coll/xhc forced runs only the collectives Open MPI says xhc serves (bcast, not
+// alltoall, in Open MPI main), and says which it leaves out; an Open MPI that does not say (4.1)
+// is refused by name, never measured as if xhc ran.
+TEST(BenchHarness, ComponentContendersRunOnlyWhatTheComponentServes) {
+  if (std::string(SHMCOLL_BENCH_MPIS).find("openmpi") == std::string::npos) {
+    GTEST_SKIP() << "no Open MPI in this build";
+  }
+  const std::string json_path = temp_path("bench-xhc-");
+  const BenchRun run =
+      bench("-n 2 --coll bcast,alltoall --sizes 8 --iters 3 --vs xhc --json " + json_path);
+  if (run.status == 2) {
+    EXPECT_NE(run.output.find("xhc: Open MPI did not say which component serves bcast"),
+              std::string::npos)
+        << run.output;
+    return;
+  }
+  ASSERT_EQ(run.status, 0) << run.output;
+  const auto doc = nlohmann::json::parse(std::ifstream(json_path));
+  std::map<std::string, std::set<std::string>> contenders;
+  for (const auto& sweep : doc["collectives"]) {
+    contenders[sweep["name"]].insert(sweep["contender"].get<std::string>());
+  }
+  std::filesystem::remove(json_path);
+  EXPECT_EQ(contenders["alltoall"], std::set<std::string>{"shmcoll"});
+  EXPECT_NE(run.output.find("# xhc: Open MPI serves alltoall by "), std::string::npos)
+      << run.output;
+  const bool bcast_left_out =
+      run.output.find("# xhc: Open MPI serves bcast by ") != std::string::npos;
+  EXPECT_EQ(contenders["bcast"].count("xhc"), bcast_left_out ? 0u : 1u) << run.output;
+}
+#endif
+
 TEST(BenchHarness, JsonAndCsvHoldEverySize) {
   const std::string json_path = temp_path("bench-json-"), csv_path = temp_path("bench-csv-");
   const BenchRun run = bench("-n 2 --coll bcast,allgather --min 8 --max 1K --iters 2 --json " +
@@ -208,7 +241,7 @@ TEST(BenchHarness, BadArgumentsAreRefusedByName) {
   EXPECT_EQ(bench("--coll nonsense").status, 2);
   const std::pair<const char*, const char*> cases[] = {
       {"--min 1K", "--min and --max"},
-      {"--vs lam", "--vs: unknown MPI lam"},
+      {"--vs lam", "--vs: unknown contender lam"},
       {"--vs openmpi --dtype f64", "--vs: the MPI harness measures"},
       {"--vary-data --heap", "--vary-data and --heap"},
   };
