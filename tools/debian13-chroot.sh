@@ -32,6 +32,14 @@ debian13_chroot_mount() {
   cp /etc/resolv.conf "$1/etc/resolv.conf"
 }
 
+# Copies the working tree of the repository at $1 as git sees it (tracked and untracked, not
+# ignored) over the directory $2, keeping what else is there (an earlier run's build directories).
+debian13_copy_tree() {
+  mkdir -p "$2"
+  git -C "$1" ls-files -z --cached --others --exclude-standard |
+    (cd "$1" && tar --null --ignore-failed-read -T - -cf -) | tar -xf - -C "$2"
+}
+
 # Runs a command in the chroot at $1 with a clean environment (root's HOME, a plain PATH).
 debian13_chroot_run() {
   local root=$1
