@@ -47,14 +47,16 @@ void allreduce_arrivals(Context& ctx, const std::byte* send, std::byte* recv, st
   rounds.publish_result(round);
 }
 
-// One round per chunk: publish my chunk, then reduce every rank's chunk myself. Every rank
-// evaluates the same expression in rank order, so results are bitwise equal everywhere.
+// One round per chunk (stream_chunk_bytes): publish my chunk, then reduce every rank's chunk
+// myself. Every rank evaluates the same expression in rank order, so results are bitwise equal
+// everywhere.
 void allreduce_all_read(Context& ctx, const std::byte* send, std::byte* recv, std::size_t count,
                         Dtype dtype, const Op& op) {
   shm::Rounds& rounds = ctx.rounds;
   const std::uint32_t me = rounds.rank();
   const std::size_t element_bytes = dtype_size(dtype);
-  for_each_chunk(count, rounds.slot_bytes() / element_bytes, [&](std::size_t first, std::size_t n) {
+  const std::size_t chunk = stream_chunk_bytes(ctx) / element_bytes;
+  for_each_chunk(count, chunk, [&](std::size_t first, std::size_t n) {
     const std::size_t offset = first * element_bytes;
     const std::uint32_t round = rounds.begin();
     rounds.wait_slot_free(round);

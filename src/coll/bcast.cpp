@@ -35,11 +35,11 @@ void bcast_inline(Context& ctx, const Block& data, std::size_t bytes, std::uint3
   }
 }
 
-// One round per chunk, the root filling its two slots alternately, so it packs chunk k+1 while
-// the others still unpack chunk k.
+// One round per chunk (stream_chunk_bytes), the root filling its two slots alternately, so it
+// packs chunk k+1 while the others still unpack chunk k.
 void bcast_chunks(Context& ctx, const Block& data, std::size_t bytes, std::uint32_t root) {
   shm::Rounds& rounds = ctx.rounds;
-  for_each_chunk(bytes, rounds.slot_bytes(), [&](std::size_t first, std::size_t n) {
+  for_each_chunk(bytes, stream_chunk_bytes(ctx), [&](std::size_t first, std::size_t n) {
     const std::uint32_t round = rounds.begin();
     if (rounds.rank() == root) {
       rounds.wait_slot_free(round);

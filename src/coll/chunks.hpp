@@ -27,6 +27,21 @@ void for_each_chunk(std::size_t count, std::size_t chunk_count, Fn&& fn) {
 // may still copy this call's last piece.
 inline constexpr std::size_t kPieceBytes = 64 << 10;
 
+// A message longer than a slot streams through the two slots in chunks of at most this size
+// where ranks do not share CPUs: readers start on the first chunk sooner, while the writer fills
+// the next. 2 ranks, in slot-sized (1 MiB) chunks against 256 KiB ones, shmcoll-bench -n 2:
+// bcast of 2 MiB 1.9-2.4 memcpy times against 1.35-1.5 (back to back) and 1.6-2.2 against
+// 1.35-1.4 (one call after a barrier, written buffers); reduce of 2 MiB 460-484 us against
+// 357-371, of 4 MiB 757-828 against 676-724; allreduce of 2 MiB 606-636 against 532-596. From
+// 16 MiB the two are even. Where ranks share CPUs every round may cost a switch: chunks stay a
+// slot long there.
+inline constexpr std::size_t kStreamChunkBytes = 256 << 10;
+
+inline std::size_t stream_chunk_bytes(const Context& ctx) {
+  const std::size_t slot = ctx.rounds.slot_bytes();
+  return ctx.tree_shape.ranks_share_cpus ? slot : std::min(slot, kStreamChunkBytes);
+}
+
 struct Piece {
   std::size_t first;  // bytes into the chunk
   std::size_t bytes;

@@ -29,13 +29,15 @@ void reduce_inline(Context& ctx, const std::byte* send, std::byte* recv, std::si
   ops::reduce_kary(dtype, op, recv, ctx.inputs.data(), static_cast<int>(rounds.size()), count);
 }
 
-// One round per chunk: everyone but the root publishes its chunk; the root reduces them all.
+// One round per chunk (stream_chunk_bytes): everyone but the root publishes its chunk; the root
+// reduces them all.
 void reduce_root_reads(Context& ctx, const std::byte* send, std::byte* recv, std::size_t count,
                        Dtype dtype, const Op& op, std::uint32_t root) {
   shm::Rounds& rounds = ctx.rounds;
   const std::uint32_t me = rounds.rank();
   const std::size_t element_bytes = dtype_size(dtype);
-  for_each_chunk(count, rounds.slot_bytes() / element_bytes, [&](std::size_t first, std::size_t n) {
+  const std::size_t chunk = stream_chunk_bytes(ctx) / element_bytes;
+  for_each_chunk(count, chunk, [&](std::size_t first, std::size_t n) {
     const std::size_t offset = first * element_bytes;
     const std::uint32_t round = rounds.begin();
     if (me != root) {

@@ -17,8 +17,9 @@ namespace {
 // Defaults and the measurement behind each (2-core AMD EPYC VM, see docs/performance.md).
 constexpr TunableInfo kTunables[] = {
     {"SHMCOLL_SLOT_BYTES", "0",
-     "bytes of each of a rank's two data slots (= pipeline chunk); memory is 2 * size * slot; 0: "
-     "4 MiB / size, within 256 KiB-1 MiB"},
+     "bytes of each of a rank's two data slots; longer messages stream through them in chunks of "
+     "up to 256 KiB (a whole slot where ranks share CPUs); memory is 2 * size * slot; 0: 4 MiB / "
+     "size, within 256 KiB-1 MiB"},
     {"SHMCOLL_HEAP_BYTES", "67108864",
      "bytes of each rank's heap for Team::allocate (address space; pages count once written)"},
     {"SHMCOLL_DIRECT_MIN", "8192",
