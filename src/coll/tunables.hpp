@@ -72,7 +72,7 @@ struct Tunables {
   // The slot a team of `team_size` gets: SHMCOLL_SLOT_BYTES where set, else 4 MiB shared among the
   // ranks, at least 256 KiB and at most 1 MiB each. A message that fits one slot moves in one
   // call's rounds without waiting for a slot to be freed (2 ranks, bcast of 1 MiB after a barrier:
-  // 65-88 us in a 1 MiB slot, 114-141 through 256 KiB slots); longer ones stream through the two
+  // 65-88 us in a 1 MiB slot, 120-129 through 256 KiB slots); longer ones stream through the two
   // slots in shorter chunks (chunks.hpp, kStreamChunkBytes).
   std::size_t slot_bytes_for(std::uint32_t team_size) const;
   static constexpr std::size_t kLeastDefaultSlot = 256 << 10;
