@@ -26,6 +26,16 @@ static int by_value(const void* a, const void* b) {
   return x < y ? -1 : x > y;
 }
 
+/* The k-th earliest of one sample's times (which = 0: entries, 1: exits), each after `origin`,
+ * into column k of `ranked` ([k][sample]). `of` is the sample's first pair (rank r's at
+ * of[2 * samples * r]). */
+static void rank_times(const double* of, int samples, int size, int which, double origin,
+                       double* scratch, double* ranked, int sample) {
+  for (int r = 0; r < size; ++r) scratch[r] = of[2 * (size_t)samples * (size_t)r + which] - origin;
+  qsort(scratch, (size_t)size, sizeof *scratch, by_value);
+  for (int k = 0; k < size; ++k) ranked[(size_t)k * samples + sample] = scratch[k];
+}
+
 static double median(double* values, int n) {
   qsort(values, (size_t)n, sizeof *values, by_value);
   return values[n / 2];
@@ -78,12 +88,8 @@ int main(int argc, char** argv) {
       slowest[s] = EXIT(slow) - ENTRY(slow);
       first_in_slowest += slow == first;
       broken += first_exit < last_entry;
-      for (int r = 0; r < size; ++r) sorted[r] = ENTRY(r) - ENTRY(first);
-      qsort(sorted, (size_t)size, sizeof *sorted, by_value);
-      for (int k = 0; k < size; ++k) entries[(size_t)k * samples + s] = sorted[k];
-      for (int r = 0; r < size; ++r) sorted[r] = EXIT(r) - ENTRY(first);
-      qsort(sorted, (size_t)size, sizeof *sorted, by_value);
-      for (int k = 0; k < size; ++k) exits[(size_t)k * samples + s] = sorted[k];
+      rank_times(of, samples, size, 0, ENTRY(first), sorted, entries, s);
+      rank_times(of, samples, size, 1, ENTRY(first), sorted, exits, s);
 #undef ENTRY
 #undef EXIT
     }
