@@ -26,12 +26,17 @@ static int by_value(const void* a, const void* b) {
   return x < y ? -1 : x > y;
 }
 
-/* The k-th earliest of one sample's times (which = 0: entries, 1: exits), each after `origin`,
- * into column k of `ranked` ([k][sample]). `of` is the sample's first pair (rank r's at
- * of[2 * samples * r]). */
+/* Rank r's entry (which = 0) or exit (1) time in one sample: `of` is the sample's first pair,
+ * and each rank's pairs follow one another, 2 * samples times apart. */
+static double time_of(const double* of, int samples, int r, int which) {
+  return of[2 * (size_t)samples * (size_t)r + (size_t)which];
+}
+
+/* The k-th earliest of one sample's entries or exits, each after `origin`, into column k of
+ * `ranked` ([k][sample]). */
 static void rank_times(const double* of, int samples, int size, int which, double origin,
                        double* scratch, double* ranked, int sample) {
-  for (int r = 0; r < size; ++r) scratch[r] = of[2 * (size_t)samples * (size_t)r + which] - origin;
+  for (int r = 0; r < size; ++r) scratch[r] = time_of(of, samples, r, which) - origin;
   qsort(scratch, (size_t)size, sizeof *scratch, by_value);
   for (int k = 0; k < size; ++k) ranked[(size_t)k * samples + sample] = scratch[k];
 }
@@ -74,9 +79,9 @@ int main(int argc, char** argv) {
     double* sorted = malloc(sizeof(double) * (size_t)size);
     int first_in_slowest = 0, broken = 0;
     for (int s = 0; s < samples; ++s) {
-      const double* of = all + 2 * s; /* rank r's pair at of[2 * samples * r] */
-#define ENTRY(r) of[2 * (size_t)samples * (size_t)(r)]
-#define EXIT(r) of[2 * (size_t)samples * (size_t)(r) + 1]
+      const double* of = all + 2 * s;
+#define ENTRY(r) time_of(of, samples, r, 0)
+#define EXIT(r) time_of(of, samples, r, 1)
       int first = 0, slow = 0;
       double last_entry = ENTRY(0), first_exit = EXIT(0);
       for (int r = 1; r < size; ++r) {
