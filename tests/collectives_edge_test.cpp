@@ -190,32 +190,35 @@ TEST(CollectiveEdges, BcastInPiecesDeliversEveryChange) {
   for (int p : {2, 3}) {
     auto* shared = shmcoll::testing::shared_block<Shared>();
     shmcoll::run(p, {}, [&](Team& team) {
-      constexpr std::size_t kCount = 70'001;  // 280 KB: five pieces, the last one short
-      const int me = team.rank();
-      const Datatype every_other = Datatype::resized(Dtype::i32, 0, 8);
-      // Changes (kCount: none; 1: everything) after runs of unchanged calls, long enough for
-      // each of the two slots to see the same data twice.
-      constexpr std::size_t kNone = kCount;
-      const std::size_t changed_at[] = {kNone, kNone, kNone, kNone, kNone, kCount - 1, kNone,
-                                        kNone, kNone, kNone, 0,     kNone, kNone,      kNone,
-                                        kNone, 1,     kNone, kNone, kNone, kNone,      40'000};
-      int call = 0;
-      for (int root = 0; root < p; ++root) {
-        std::vector<std::int32_t> want = values(root, kCount);
-        for (std::size_t at : changed_at) {
-          if (at < kCount) want[at] = -7 - call;
-          if (at == 1) want = values(root + 100 + call, kCount);  // everything changes
-          const bool strided = me != root && me % 2 == 1;
-          std::vector<std::int32_t> data(strided ? 2 * kCount : kCount, -1);
-          if (me == root) data = want;
-          team.bcast(data.data(), kCount, strided ? every_other : Datatype(Dtype::i32), root);
-          bool same = true;
-          for (std::size_t i = 0; i < kCount; ++i) {
-            same =
-                same && data[strided ? 2 * i : i] == want[i] && (!strided || data[2 * i + 1] == -1);
+      // 280 KB and 64 KB: nine pieces each (chunks.hpp), the last one short.
+      for (const std::size_t count : {std::size_t{70'001}, std::size_t{16'001}}) {
+        const int me = team.rank();
+        const Datatype every_other = Datatype::resized(Dtype::i32, 0, 8);
+        // Changes (count: none; 1: everything) after runs of unchanged calls, long enough for
+        // each of the two slots to see the same data twice.
+        const std::size_t unchanged = count;
+        const std::size_t changed_at[] = {
+            unchanged, unchanged, unchanged, unchanged, unchanged, count - 1, unchanged,
+            unchanged, unchanged, unchanged, 0,         unchanged, unchanged, unchanged,
+            unchanged, 1,         unchanged, unchanged, unchanged, unchanged, count * 4 / 7};
+        int call = 0;
+        for (int root = 0; root < p; ++root) {
+          std::vector<std::int32_t> want = values(root, count);
+          for (std::size_t at : changed_at) {
+            if (at < count) want[at] = -7 - call;
+            if (at == 1) want = values(root + 100 + call, count);  // everything changes
+            const bool strided = me != root && me % 2 == 1;
+            std::vector<std::int32_t> data(strided ? 2 * count : count, -1);
+            if (me == root) data = want;
+            team.bcast(data.data(), count, strided ? every_other : Datatype(Dtype::i32), root);
+            bool same = true;
+            for (std::size_t i = 0; i < count; ++i) {
+              same = same && data[strided ? 2 * i : i] == want[i] &&
+                     (!strided || data[2 * i + 1] == -1);
+            }
+            EXPECT_IN_RANK(same, (std::string("bcast call ") + std::to_string(call)).c_str());
+            ++call;
           }
-          EXPECT_IN_RANK(same, (std::string("bcast call ") + std::to_string(call)).c_str());
-          ++call;
         }
       }
     });
@@ -232,38 +235,42 @@ TEST(CollectiveEdges, ReduceInPiecesSumsEveryChange) {
   for (int p : {2, 3}) {
     auto* shared = shmcoll::testing::shared_block<Shared>();
     shmcoll::run(p, {}, [&](Team& team) {
-      constexpr std::size_t kCount = 70'001;  // 280 KB: five pieces, the last one short
-      constexpr std::size_t kNone = kCount;
-      constexpr std::size_t kAll = kCount + 1;
-      const std::size_t changed_at[] = {kNone, kNone, kNone, kNone, kCount - 1, kNone, kNone,
-                                        kNone, kNone, 0,     kNone, kNone,      kNone, 40'000,
-                                        kNone, kNone, kNone, kAll,  kNone,      kAll};
-      const int me = team.rank();
-      std::vector<std::vector<std::int32_t>> data(p);
-      for (int r = 0; r < p; ++r) data[r] = values(r, kCount);
-      int call = 0;
-      for (int root = 0; root < p; ++root) {
-        for (std::size_t at : changed_at) {
-          // Odd calls change one rank's element (the one after the root), even calls every rank's.
-          for (int r = 0; r < p; ++r) {
-            if (call % 2 == 1 && r != (root + 1) % p) continue;
-            if (at < kCount) data[r][at] = -7 - call - r;
-            if (at == kAll) data[r] = values(r + 100 + call, kCount);
+      // 280 KB and 64 KB: nine pieces each (chunks.hpp), the last one short.
+      for (const std::size_t count : {std::size_t{70'001}, std::size_t{16'001}}) {
+        const std::size_t unchanged = count;
+        const std::size_t everywhere = count + 1;
+        const std::size_t changed_at[] = {
+            unchanged, unchanged, unchanged, unchanged,  count - 1, unchanged, unchanged,
+            unchanged, unchanged, 0,         unchanged,  unchanged, unchanged, count * 4 / 7,
+            unchanged, unchanged, unchanged, everywhere, unchanged, everywhere};
+        const int me = team.rank();
+        std::vector<std::vector<std::int32_t>> data(p);
+        for (int r = 0; r < p; ++r) data[r] = values(r, count);
+        int call = 0;
+        for (int root = 0; root < p; ++root) {
+          for (std::size_t at : changed_at) {
+            // Odd calls change one rank's element (the one after the root), even calls every
+            // rank's.
+            for (int r = 0; r < p; ++r) {
+              if (call % 2 == 1 && r != (root + 1) % p) continue;
+              if (at < count) data[r][at] = -7 - call - r;
+              if (at == everywhere) data[r] = values(r + 100 + call, count);
+            }
+            std::vector<std::int32_t> want(count);
+            for (std::size_t i = 0; i < count; ++i) {
+              std::uint32_t sum = 0;
+              for (int r = 0; r < p; ++r) sum += static_cast<std::uint32_t>(data[r][i]);
+              want[i] = static_cast<std::int32_t>(sum);
+            }
+            const bool in_place = me == root && call % 2 == 1;
+            std::vector<std::int32_t> recv =
+                in_place ? data[me] : std::vector<std::int32_t>(count, -1);
+            const void* send = in_place ? shmcoll::in_place : data[me].data();
+            team.reduce(send, me == root ? recv.data() : nullptr, count, Dtype::i32, Op::sum, root);
+            EXPECT_IN_RANK(me != root || recv == want,
+                           (std::string("reduce call ") + std::to_string(call)).c_str());
+            ++call;
           }
-          std::vector<std::int32_t> want(kCount);
-          for (std::size_t i = 0; i < kCount; ++i) {
-            std::uint32_t sum = 0;
-            for (int r = 0; r < p; ++r) sum += static_cast<std::uint32_t>(data[r][i]);
-            want[i] = static_cast<std::int32_t>(sum);
-          }
-          const bool in_place = me == root && call % 2 == 1;
-          std::vector<std::int32_t> recv =
-              in_place ? data[me] : std::vector<std::int32_t>(kCount, -1);
-          const void* send = in_place ? shmcoll::in_place : data[me].data();
-          team.reduce(send, me == root ? recv.data() : nullptr, kCount, Dtype::i32, Op::sum, root);
-          EXPECT_IN_RANK(me != root || recv == want,
-                         (std::string("reduce call ") + std::to_string(call)).c_str());
-          ++call;
         }
       }
     });
