@@ -18,7 +18,7 @@ namespace {
 constexpr TunableInfo kTunables[] = {
     {"SHMCOLL_SLOT_BYTES", "0",
      "bytes of each of a rank's two data slots; longer messages stream through them in chunks of "
-     "up to 256 KiB (a whole slot where ranks share CPUs); memory is 2 * size * slot; 0: 4 MiB / "
+     "up to 512 KiB (a whole slot where ranks share CPUs); memory is 2 * size * slot; 0: 4 MiB / "
      "size, within 256 KiB-1 MiB"},
     {"SHMCOLL_HEAP_BYTES", "67108864",
      "bytes of each rank's heap for Team::allocate (address space; pages count once written)"},
