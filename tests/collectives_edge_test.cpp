@@ -42,6 +42,10 @@ std::vector<std::int32_t> values(int rank, std::size_t count) {
   return out;
 }
 
+// Element counts (i32) of the calls in pieces: 280 KB and 64 KB, nine pieces each (chunks.hpp),
+// the last one short.
+constexpr std::size_t kInPiecesCounts[] = {70'001, 16'001};
+
 std::int32_t wrapping_sum(int first_rank, int last_rank, std::size_t index) {
   std::uint32_t sum = 0;
   for (int r = first_rank; r < last_rank; ++r) sum += static_cast<std::uint32_t>(value(r, index));
@@ -190,10 +194,9 @@ TEST(CollectiveEdges, BcastInPiecesDeliversEveryChange) {
   for (int p : {2, 3}) {
     auto* shared = shmcoll::testing::shared_block<Shared>();
     shmcoll::run(p, {}, [&](Team& team) {
-      // 280 KB and 64 KB: nine pieces each (chunks.hpp), the last one short.
-      for (const std::size_t count : {std::size_t{70'001}, std::size_t{16'001}}) {
-        const int me = team.rank();
-        const Datatype every_other = Datatype::resized(Dtype::i32, 0, 8);
+      const int me = team.rank();
+      const Datatype every_other = Datatype::resized(Dtype::i32, 0, 8);
+      for (const std::size_t count : kInPiecesCounts) {
         // Changes (count: none; 1: everything) after runs of unchanged calls, long enough for
         // each of the two slots to see the same data twice.
         const std::size_t unchanged = count;
@@ -235,15 +238,14 @@ TEST(CollectiveEdges, ReduceInPiecesSumsEveryChange) {
   for (int p : {2, 3}) {
     auto* shared = shmcoll::testing::shared_block<Shared>();
     shmcoll::run(p, {}, [&](Team& team) {
-      // 280 KB and 64 KB: nine pieces each (chunks.hpp), the last one short.
-      for (const std::size_t count : {std::size_t{70'001}, std::size_t{16'001}}) {
+      const int me = team.rank();
+      for (const std::size_t count : kInPiecesCounts) {
         const std::size_t unchanged = count;
         const std::size_t everywhere = count + 1;
         const std::size_t changed_at[] = {
             unchanged, unchanged, unchanged, unchanged,  count - 1, unchanged, unchanged,
             unchanged, unchanged, 0,         unchanged,  unchanged, unchanged, count * 4 / 7,
             unchanged, unchanged, unchanged, everywhere, unchanged, everywhere};
-        const int me = team.rank();
         std::vector<std::vector<std::int32_t>> data(p);
         for (int r = 0; r < p; ++r) data[r] = values(r, count);
         int call = 0;

@@ -32,7 +32,7 @@ void for_each_chunk(std::size_t count, std::size_t chunk_count, Fn&& fn) {
 // 2.95-2.97 against 2.18-2.22; from 512 KiB alike. Pieces of 8 KiB throughout were 3-55% slower
 // from 1 MiB (reduce of 1 MiB 36 us against 56).
 inline constexpr std::size_t kPieceBytesLeast = 8 << 10;
-inline constexpr std::size_t kPieceBytes = 64 << 10;
+inline constexpr std::size_t kPieceBytesMost = 64 << 10;
 inline constexpr std::size_t kPiecesWanted = 8;
 
 // A message longer than a slot streams through the two slots in chunks of at most this size
@@ -59,7 +59,7 @@ struct Piece {
 
 inline std::uint32_t piece_count(std::size_t chunk_bytes) {
   const std::size_t piece_bytes =
-      std::clamp(chunk_bytes / kPiecesWanted, kPieceBytesLeast, kPieceBytes);
+      std::clamp(chunk_bytes / kPiecesWanted, kPieceBytesLeast, kPieceBytesMost);
   const auto pieces = static_cast<std::uint32_t>(
       std::max<std::size_t>(1, (chunk_bytes + piece_bytes / 2) / piece_bytes));
   return pieces | 1u;
