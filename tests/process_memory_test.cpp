@@ -7,10 +7,6 @@
 #include "shm/process_memory.hpp"
 
 #include <gtest/gtest.h>
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -81,20 +77,6 @@ TEST(ProcessMemory, ANoteIsHonouredOnlyByTheProcessThatWroteIt) {
   EXPECT_FALSE(read_process_memory(child, note, 0, got.data(), got.size())) << "after its exit";
 }
 
-// Makes process_vm_readv and process_vm_writev fail with EPERM in this process from now on.
-void refuse_cross_memory_copies() {
-  sock_filter filter[] = {
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_readv, 1, 0),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_writev, 0, 1),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-  };
-  sock_fprog program{static_cast<unsigned short>(std::size(filter)), filter};
-  ASSERT_EQ(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
-  ASSERT_EQ(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program), 0);
-}
-
 struct Failures {
   std::atomic<int> count;
 };
@@ -120,7 +102,9 @@ TEST(ProcessMemory, CollectivesReadSendersMemoryAndFallBackWhereTheKernelRefuses
     };
     const shmcoll::Datatype bytes(Dtype::u8);
     for (int call = 0; call < 6; ++call) {
-      if (call == 3 && me == 1) refuse_cross_memory_copies();
+      if (call == 3 && me == 1) {
+        ASSERT_TRUE(shmcoll::testing::refuse_cross_memory_copies());
+      }
       const std::string when = " (call " + std::to_string(call) + ")";
       for (int to = 0; to < size; ++to) {
         for (std::size_t i = 0; i < kWords; ++i) send[to * kWords + i] = value(me, to, i, call);

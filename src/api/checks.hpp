@@ -32,8 +32,11 @@ struct Call {
 // rounds which call it is, so the members can check that they all made the same one. An error
 // from the algorithm (a failed wait, a user op that throws, a check only possible mid-call)
 // leaves the peers waiting for rounds that will never come, or for a release of memory they
-// read: it ends the team, so every peer fails at once instead of hanging. (Errors raised before,
-// bad arguments, leave the team usable.)
+// read: it ends the team, so every peer fails at once instead of hanging, and returns only once
+// no peer is still writing into this rank's buffers (Rounds::wait_for_writers). A call that
+// completed here while the team ended fails too: a peer whose memory this rank read in place
+// may have left early, its program rewriting what was read. (Errors raised before, bad
+// arguments, leave the team usable.)
 // A call issued on the program's thread first waits for the nonblocking calls issued before it,
 // which the team's worker runs in order (on the worker's thread it does not wait).
 template <typename Algorithm>
@@ -42,8 +45,10 @@ void run_call(TeamState& state, const coll::CallSignature& signature, Algorithm&
   state.rounds.begin_call(state.tunables.team.check_calls ? signature.encode() : shm::Signature{});
   try {
     algorithm();
+    state.rounds.check_not_aborted();
   } catch (...) {
     state.rounds.abort_team(state.rounds.rank());
+    state.rounds.wait_for_writers();
     throw;
   }
 }

@@ -115,8 +115,11 @@ bool write_into_root_pages(Context& ctx, const Block& send, std::uint32_t root,
   const std::size_t in_from = std::clamp(begin, head, tail_from);
   const std::size_t in_to = std::clamp(end, head, tail_from);
   if (pages && in_to > in_from) {
-    send.type->pack_range(send.base, send.count, in_from - begin, in_to - in_from,
-                          pages + (in_from - head));
+    write_in_pieces(ctx, root, in_to - in_from, 1, [&](std::size_t at, std::size_t n) {
+      send.type->pack_range(send.base, send.count, in_from - begin + at, n,
+                            pages + (in_from - head + at));
+      return true;
+    });
   }
   rounds.wait_slot_free(done);
   std::byte* const outside = rounds.slot(rounds.rank(), done);
@@ -137,10 +140,14 @@ bool write_into_root_memory(Context& ctx, const Block& send, std::uint32_t root,
   const pid_t pid = ctx.rounds.segment().profile(root).pid.load(std::memory_order_relaxed);
   const std::size_t at = ctx.rounds.rank() * block_bytes;
   if (send.type->is_contiguous()) {
-    return shm::write_process_memory(pid, note, at, send.base + send.type->lb(), block_bytes);
+    const std::byte* data = send.base + send.type->lb();
+    return write_in_pieces(ctx, root, block_bytes, 1, [&](std::size_t offset, std::size_t n) {
+      return shm::write_process_memory(pid, note, at + offset, data + offset, n);
+    });
   }
   return pack_through_stack(send, block_bytes,
                             [&](std::size_t offset, std::size_t n, const std::byte* piece) {
+                              const shm::WriteInto writing(ctx.rounds, root);
                               return shm::write_process_memory(pid, note, at + offset, piece, n);
                             });
 }
@@ -152,11 +159,14 @@ bool write_into_root_memory(Context& ctx, const Block& send, std::uint32_t root,
 // all at once, where through the slots the root copies every block itself (2 bound ranks, blocks
 // of 256 KiB-4 MiB on buffers the program wrote: docs/performance.md). Into shared pages, the bytes
 // of a block in the partly used pages at the buffer's ends go through its sender's slot in round
-// two. Round two also tells every rank that each sender is done, or could not reach the root's
-// buffer (then all go on through the exchange, the kernel's copy off for the team where it was
-// refused); each returns once every sender is. Regular gather only (in gatherv the senders do not
-// know where their block goes); shared pages not where ranks share CPUs (sharing_applies). When the
-// root's buffer can take neither, the call goes on through the exchange, one round later.
+// two. Round two also tells the root that each sender is done, or could not reach its buffer
+// (then all go on through the exchange, the kernel's copy off for the team where it was
+// refused), and the senders what the root heard (what_any_rank_missed_writing): a sender
+// succeeds only where the root did. Senders write in pieces (write_in_pieces), so a root that
+// fails waits only for the pieces under way, and none begins after. Regular gather only (in gatherv
+// the senders do not know where their block goes); shared pages not where ranks share CPUs
+// (sharing_applies). When the root's buffer can take neither, the call goes on through the
+// exchange, one round later.
 bool gather_into_root_buffer(Context& ctx, const Block& send, const Layout& recv,
                              std::uint32_t root, std::size_t block_bytes, const GatherSpec& spec) {
   shm::Rounds& rounds = ctx.rounds;
@@ -175,7 +185,9 @@ bool gather_into_root_buffer(Context& ctx, const Block& send, const Layout& recv
     if (notes.pages.fd < 0 && notes.process.bytes == 0) return false;
     spec.copy_own();
     const std::uint32_t done = rounds.begin();
-    if (what_any_rank_missed(ctx, done, kMissedNothing) != kMissedNothing) return false;
+    if (what_any_rank_missed_writing(ctx, done, kMissedNothing, root) != kMissedNothing) {
+      return false;
+    }
     if (notes.pages.fd >= 0)
       copy_outside_the_pages(ctx, root, block_bytes, notes.pages, first, done);
     return true;
@@ -200,7 +212,7 @@ bool gather_into_root_buffer(Context& ctx, const Block& send, const Layout& recv
   } else if (!write_into_root_memory(ctx, send, root, block_bytes, notes.process)) {
     missed = kMissedProcess;
   }
-  return what_any_rank_missed(ctx, done, missed) == kMissedNothing;
+  return what_any_rank_missed_writing(ctx, done, missed, root) == kMissedNothing;
 }
 
 }  // namespace

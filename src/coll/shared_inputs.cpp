@@ -181,13 +181,33 @@ unsigned what_any_rank_missed(Context& ctx, std::uint32_t round, unsigned missed
   return missed;
 }
 
+unsigned what_any_rank_missed_writing(Context& ctx, std::uint32_t round, unsigned missed,
+                                      std::uint32_t owner) {
+  shm::Rounds& rounds = ctx.rounds;
+  if (owner == kEveryRank) {
+    missed = what_any_rank_missed(ctx, round, missed);
+    return what_any_rank_missed(ctx, rounds.begin(), missed);
+  }
+  if (rounds.rank() == owner) {
+    for (std::uint32_t peer = 0; peer < rounds.size(); ++peer) {
+      if (peer != owner) missed |= std::to_integer<unsigned>(*rounds.wait_message(peer, round));
+    }
+    const auto all = static_cast<unsigned char>(missed);
+    rounds.publish_message(round, &all, sizeof all);
+  } else {
+    const auto mine = static_cast<unsigned char>(missed);
+    rounds.publish_message(round, &mine, sizeof mine);
+    missed = std::to_integer<unsigned>(*rounds.wait_message(owner, round));
+  }
+  if (missed & kMissedProcess) ctx.cma_refused = true;  // every rank alike, for good
+  return missed;
+}
+
 bool every_rank_reached(Context& ctx, std::uint32_t round, bool reached) {
   return what_any_rank_missed(ctx, round, reached ? kMissedNothing : kMissedPages) == 0;
 }
 
 namespace {
-
-constexpr std::uint32_t kEveryRank = ~0u;
 
 // reduce (root) or allreduce (kEveryRank) with the work shared: every rank reduces one slice of
 // every rank's buffer, in rank order; in a reduce straight into the root's receive buffer, in an
@@ -195,7 +215,9 @@ constexpr std::uint32_t kEveryRank = ~0u;
 // where shared (their notes ride beside the send buffers' in the first round's lines); the bytes
 // of its own buffer in its partly used end pages, which no other rank reaches, each receiver
 // reduces itself. An allreduce whose receive buffers are not all shared has every rank reduce
-// everything itself, still straight from the send buffers. A second round says who is done.
+// everything itself, still straight from the send buffers. A second round says who is done; where
+// receive buffers were written, their owners answer it (what_any_rank_missed_writing), and the
+// writes go in pieces (write_in_pieces).
 bool reduce_in_slices(Context& ctx, const std::byte* send, std::byte* recv, std::size_t count,
                       Dtype dtype, const Op& op, std::uint32_t root) {
   shm::Rounds& rounds = ctx.rounds;
@@ -244,12 +266,15 @@ bool reduce_in_slices(Context& ctx, const std::byte* send, std::byte* recv, std:
     const std::size_t in_from = std::max<std::size_t>(from, theirs.head);
     const std::size_t in_to = std::min<std::size_t>(to, theirs.tail_from);
     if (in_from >= in_to) continue;
-    if (receives) {  // my slice is in my receive buffer already
-      copy_bytes(pages + (in_from - theirs.head), recv + in_from, in_to - in_from);
-    } else {
-      reached = reduce_inputs(ctx, round, send, in_from, in_to, dtype, op,
-                              [&](std::size_t at) { return pages + (at - theirs.head); });
-    }
+    reached = write_in_pieces(ctx, rank, in_to - in_from, unit, [&](std::size_t at, std::size_t n) {
+      const std::size_t piece_from = in_from + at;
+      if (receives) {  // my slice is in my receive buffer already
+        copy_bytes(pages + (piece_from - theirs.head), recv + piece_from, n);
+        return true;
+      }
+      return reduce_inputs(ctx, round, send, piece_from, piece_from + n, dtype, op,
+                           [&](std::size_t byte) { return pages + (byte - theirs.head); });
+    });
   }
   if (reached && receives && outputs_shared) {
     reached = reduce_inputs(ctx, round, send, 0, notes[1].head, dtype, op, into_recv) &&
@@ -257,7 +282,10 @@ bool reduce_in_slices(Context& ctx, const std::byte* send, std::byte* recv, std:
   }
   // Done reading my buffers and writing mine; where a rank could not reach one, all go through
   // the slots (the receive buffers are written again).
-  return every_rank_reached(ctx, done, reached);
+  const unsigned missed = reached ? kMissedNothing : kMissedPages;
+  if (!outputs_shared) return every_rank_reached(ctx, done, reached);  // nobody wrote elsewhere
+  return what_any_rank_missed_writing(ctx, done, missed, everyone ? kEveryRank : root) ==
+         kMissedNothing;
 }
 
 }  // namespace

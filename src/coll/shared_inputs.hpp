@@ -14,6 +14,7 @@
 // same notes, one per block, into its slot regions (exchange.cpp, in_pages).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -92,6 +93,33 @@ enum Missed : unsigned char { kMissedNothing = 0, kMissedPages = 1, kMissedProce
 // Where a rank was refused the kernel's copy, the team leaves it off from then on (cma_refused,
 // set alike on every rank).
 unsigned what_any_rank_missed(Context& ctx, std::uint32_t round, unsigned missed);
+
+// Writes into another rank's memory go in pieces of at most this many bytes, each inside a
+// shm::WriteInto: a member that leaves a call with an error waits for the pieces begun into its
+// memory, and a piece of 4 MiB takes about a millisecond here.
+inline constexpr std::size_t kWritePieceBytes = std::size_t{4} << 20;
+// Calls write(offset, n) on the pieces of [0, bytes), each a multiple of `unit` bytes but the last,
+// each inside a WriteInto `owner`; false at the first write that returns false.
+template <typename Write>
+bool write_in_pieces(Context& ctx, std::uint32_t owner, std::size_t bytes, std::size_t unit,
+                     Write&& write) {
+  const std::size_t piece = std::max(unit, kWritePieceBytes / unit * unit);
+  for (std::size_t at = 0; at < bytes; at += piece) {
+    const shm::WriteInto writing(ctx.rounds, owner);
+    if (!write(at, std::min(piece, bytes - at))) return false;
+  }
+  return true;
+}
+
+inline constexpr std::uint32_t kEveryRank = ~0u;
+// what_any_rank_missed for a call in which ranks wrote into `owner`'s memory (kEveryRank: into
+// each other's): every rank says what it missed once its writes are done; `owner` answers, in the
+// same round, with what all missed once it has heard every rank, and the others return on that
+// answer (kEveryRank: a second round, in which every rank says it heard all). So a writer
+// reports success only where the owner did: an owner that fails ends the team instead, and the
+// writers' wait for its answer fails.
+unsigned what_any_rank_missed_writing(Context& ctx, std::uint32_t round, unsigned missed,
+                                      std::uint32_t owner);
 inline const std::byte* locate(const BufferNote& note, const std::byte* pages,
                                const std::byte* slot, std::size_t at) {
   if (at < note.head) return slot + at;

@@ -1,5 +1,6 @@
 #include "shm/descriptor_passing.hpp"
 
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -10,10 +11,13 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
+#include <mutex>
 #include <system_error>
 #include <thread>
 
@@ -21,9 +25,12 @@ namespace shmcoll::shm {
 
 namespace {
 
-// A stopped or busy owner costs a peer this long once, then that call takes the copy path.
+// A stopped owner costs a peer this long once (then that call takes the copy path, and later
+// calls ask again only after a while: shared_pages.cpp); a client that names no key in this long
+// is hung up on.
 constexpr int kSecondsToAnswer = 2;
-constexpr int kWaitingPeers = 64;
+constexpr int kWaitingPeers = 64;         // the listening backlog
+constexpr std::size_t kMostClients = 64;  // served at once; more wait in the backlog
 
 struct SocketName {
   sockaddr_un address{};
@@ -48,9 +55,32 @@ void set_time_limit(int socket) {
   setsockopt(socket, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
 }
 
-void answer(int connection, DescriptorLookup lookup) {
-  std::uint64_t key = 0;
-  if (recv(connection, &key, sizeof key, MSG_WAITALL) != ssize_t(sizeof key)) return;
+long long now_ms() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return now.tv_sec * 1000LL + now.tv_nsec / 1'000'000;
+}
+
+// The members of this process's teams, with a count for each naming (AllowedPeers).
+struct Allowed {
+  std::mutex mutex;
+  std::vector<std::int32_t> pids;
+};
+Allowed& allowed() {
+  static Allowed* list = new Allowed;  // never destroyed: the server thread reads it to the end
+  return *list;
+}
+
+bool is_allowed(std::int32_t pid) {
+  if (pid == getpid()) return true;
+  Allowed& list = allowed();
+  std::lock_guard lock(list.mutex);
+  return std::find(list.pids.begin(), list.pids.end(), pid) != list.pids.end();
+}
+
+// Sends the answer for `key`: a byte (1: found), with a duplicate of the descriptor where found.
+// A fresh connection's buffer takes it whole, so this never waits.
+void answer(int connection, std::uint64_t key, DescriptorLookup lookup) {
   const int fd = key != 0 ? lookup(key) : -1;
   char found = fd >= 0 ? 1 : 0;
   iovec data{&found, 1};
@@ -67,22 +97,78 @@ void answer(int connection, DescriptorLookup lookup) {
     rights->cmsg_len = CMSG_LEN(sizeof(int));
     std::memcpy(CMSG_DATA(rights), &fd, sizeof fd);
   }
-  sendmsg(connection, &message, MSG_NOSIGNAL);
+  sendmsg(connection, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
   if (fd >= 0) close(fd);
 }
 
-void serve(int listening, DescriptorLookup lookup) {
-  for (;;) {
-    const int connection = accept4(listening, nullptr, nullptr, SOCK_CLOEXEC);
-    if (connection < 0) {
-      if (errno == EBADF || errno == EINVAL || errno == ENOTSOCK) return;
-      // Out of descriptors or memory: the peer will take the copy path; do not spin meanwhile.
-      if (errno != EINTR && errno != ECONNABORTED) usleep(10000);
+// A connection from a team member, until it has named its key (or its time is up).
+struct Client {
+  int connection;
+  long long deadline_ms;
+  std::size_t got = 0;
+  std::byte key[sizeof(std::uint64_t)] = {};
+};
+
+// Reads what `client` sent; true once it is done with (answered, gone or misbehaving).
+bool read_key(Client& client, DescriptorLookup lookup) {
+  const ssize_t got = recv(client.connection, client.key + client.got,
+                           sizeof client.key - client.got, MSG_DONTWAIT);
+  if (got < 0) return errno != EAGAIN && errno != EINTR;
+  if (got == 0) return true;
+  client.got += std::size_t(got);
+  if (client.got < sizeof client.key) return false;
+  std::uint64_t key = 0;
+  std::memcpy(&key, client.key, sizeof key);
+  answer(client.connection, key, lookup);
+  return true;
+}
+
+// Takes every waiting connection (while fewer than kMostClients are open): a member of one of
+// this process's teams becomes a client; anyone else is hung up on unread. False when the
+// process is out of descriptors (the connection waits in the backlog meanwhile).
+bool accept_members(int listening, std::vector<Client>& clients) {
+  while (clients.size() < kMostClients) {
+    const int connection = accept4(listening, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (connection < 0) return errno == EAGAIN || errno == EINTR || errno == ECONNABORTED;
+    ucred them{};
+    socklen_t size = sizeof them;
+    if (getsockopt(connection, SOL_SOCKET, SO_PEERCRED, &them, &size) != 0 ||
+        !is_allowed(them.pid)) {
+      close(connection);
       continue;
     }
-    set_time_limit(connection);
-    answer(connection, lookup);
-    close(connection);
+    clients.push_back({connection, now_ms() + kSecondsToAnswer * 1000LL});
+  }
+  return true;
+}
+
+// The server's thread: every client at once, none waited on while others queue.
+void serve(int listening, DescriptorLookup lookup) {
+  std::vector<Client> clients;
+  std::vector<pollfd> polled;
+  for (;;) {
+    polled.clear();
+    polled.push_back({listening, short(clients.size() < kMostClients ? POLLIN : 0), 0});
+    long long first_deadline = -1;
+    for (const Client& client : clients) {
+      polled.push_back({client.connection, POLLIN, 0});
+      if (first_deadline < 0 || client.deadline_ms < first_deadline)
+        first_deadline = client.deadline_ms;
+    }
+    const int wait_ms = first_deadline < 0 ? -1 : int(std::max(0LL, first_deadline - now_ms()));
+    if (poll(polled.data(), polled.size(), wait_ms) < 0) continue;  // EINTR; nothing else here
+    if (polled[0].revents & POLLNVAL) return;
+    const long long now = now_ms();
+    for (std::size_t i = clients.size(); i-- > 0;) {
+      Client& client = clients[i];
+      const bool done =
+          polled[i + 1].revents != 0 ? read_key(client, lookup) : now >= client.deadline_ms;
+      if (!done) continue;
+      close(client.connection);
+      clients.erase(clients.begin() + std::ptrdiff_t(i));
+    }
+    // Out of descriptors: the peers will take the copy path; do not spin meanwhile.
+    if ((polled[0].revents & POLLIN) && !accept_members(listening, clients)) usleep(10000);
   }
 }
 
@@ -93,6 +179,31 @@ struct Server {
 Server server;
 
 }  // namespace
+
+AllowedPeers::AllowedPeers(std::vector<std::int32_t> pids) : pids_(std::move(pids)) {
+  Allowed& list = allowed();
+  std::lock_guard lock(list.mutex);
+  list.pids.insert(list.pids.end(), pids_.begin(), pids_.end());
+}
+
+AllowedPeers& AllowedPeers::operator=(AllowedPeers&& other) noexcept {
+  if (this != &other) {
+    AllowedPeers gone(std::move(*this));
+    pids_ = std::move(other.pids_);
+    other.pids_.clear();
+  }
+  return *this;
+}
+
+AllowedPeers::~AllowedPeers() {
+  if (pids_.empty()) return;
+  Allowed& list = allowed();
+  std::lock_guard lock(list.mutex);
+  for (const std::int32_t pid : pids_) {
+    const auto at = std::find(list.pids.begin(), list.pids.end(), pid);
+    if (at != list.pids.end()) list.pids.erase(at);
+  }
+}
 
 int new_private_memfd(const char* name) {
   // A memfd's mode is 0777 until fchmod; meanwhile the process is not dumpable, which closes its
@@ -120,7 +231,7 @@ bool serve_descriptors(DescriptorLookup lookup) {
   if (server.pid == getpid()) return true;
   if (server.listening >= 0) close(server.listening);  // a forked child's copy of its parent's
   server.listening = -1;
-  const int listening = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int listening = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (listening < 0) return false;
   const SocketName name = socket_name(getpid());
   if (bind(listening, reinterpret_cast<const sockaddr*>(&name.address), name.length) != 0 ||

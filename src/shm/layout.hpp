@@ -18,8 +18,9 @@
 //                                             can be placed on r's NUMA node before first touch:
 //     + 0                    RankControl       a 128-byte line pair with its round number (a futex
 //                                             word) and its `released` round, one with the CPU
-//                                             it last waited on and the count of peers asleep on
-//                                             its words (the one field others write), then
+//                                             it last waited on, the count of peers asleep on
+//                                             its words (the one field others write) and whose
+//                                             memory it is writing a piece into, then
 //                                             kMessageLines message line pairs (round robin by
 //                                             round) that carry payloads of up to kMessageBytes
 //                                             beside their own round number and call signature,
@@ -59,7 +60,7 @@ inline constexpr std::size_t kLinePair = 128;  // adjacent-line prefetch makes 6
 inline constexpr std::size_t kPageBytes = 4096;
 inline constexpr std::size_t kLineBytes = 64;
 inline constexpr std::uint64_t kMagic = 0x4c4f43434d4853ull;  // "SHMCCOL"
-inline constexpr std::uint32_t kLayoutVersion = 10;
+inline constexpr std::uint32_t kLayoutVersion = 11;
 
 // What a member checks before trusting a segment; written once by the creator.
 struct SegmentIdentity {
@@ -164,6 +165,9 @@ struct alignas(kLinePair) RankControl {
   // rank issues FUTEX_WAKE after writing one only while it is non-zero, so publishing costs no
   // system call unless someone waits for this rank in particular.
   std::atomic<std::uint32_t> sleepers;
+  // 1 + the rank whose memory (a receive buffer it shared, or its memory through the kernel's
+  // copy) this rank is writing a piece into; 0 while it writes none (Rounds::begin_write_into).
+  std::atomic<std::uint32_t> writing_into;
   MessageLine messages[kMessageLines];
 };
 static_assert(sizeof(RankControl) == (2 + kMessageLines) * kLinePair);

@@ -19,6 +19,7 @@ namespace shmcoll::shm {
 struct Mapping {
   std::uintptr_t begin = 0, end = 0;
   char perms[5] = {};
+  std::uint64_t offset = 0;  // in the file mapped
   std::uint64_t inode = 0;
   const char* path = "";  // valid during the callback only
 };
@@ -42,12 +43,13 @@ bool for_each_mapping(Fn&& fn) {
     while (char* newline = static_cast<char*>(std::memchr(line, '\n', held - (line - buffer)))) {
       *newline = '\0';
       Mapping m;
-      unsigned long begin = 0, end = 0, inode = 0;
+      unsigned long begin = 0, end = 0, offset = 0, inode = 0;
       int path_at = 0;
-      if (std::sscanf(line, "%lx-%lx %4s %*x %*x:%*x %lu %n", &begin, &end, m.perms, &inode,
-                      &path_at) >= 4) {
+      if (std::sscanf(line, "%lx-%lx %4s %lx %*x:%*x %lu %n", &begin, &end, m.perms, &offset,
+                      &inode, &path_at) >= 5) {
         m.begin = begin;
         m.end = end;
+        m.offset = offset;
         m.inode = inode;
         m.path = path_at > 0 ? line + path_at : "";
         if (!fn(m)) {

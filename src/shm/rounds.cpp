@@ -1,6 +1,7 @@
 #include "shm/rounds.hpp"
 
 #include <sched.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -102,6 +103,11 @@ void Rounds::join_team(std::span<const std::byte> profile_data,
     auto has_joined = [&] { return joined.load(std::memory_order_acquire) != 0; };
     if (peer != rank_) wait_slow(peer, 0, has_joined, joined);
   }
+  std::vector<std::int32_t> peers;
+  for (std::uint32_t peer = 0; peer < size_; ++peer) {
+    if (peer != rank_) peers.push_back(segment_.profile(peer).pid.load(std::memory_order_relaxed));
+  }
+  allowed_peers_ = AllowedPeers(std::move(peers));
 }
 
 void Rounds::wake_sleepers(const std::atomic<std::uint32_t>& futex_word) const {
@@ -197,6 +203,28 @@ void Rounds::fail_recorded_mismatch() const {
                                            std::to_string(record.reporter) +
                                            " called different collectives";
   fail(Errc::mismatched_call, "rank ", rank_, ": mismatched collective calls: ", what);
+}
+
+void Rounds::begin_write_into(std::uint32_t owner) {
+  auto& mark = segment_.control(rank_).writing_into;
+  mark.store(owner + 1, std::memory_order_seq_cst);
+  if (segment_.header().abort_word.load(std::memory_order_seq_cst) != 0) {
+    mark.store(0, std::memory_order_release);
+    fail_aborted(rank_);
+  }
+}
+
+void Rounds::wait_for_writers() const {
+  for (std::uint32_t peer = 0; peer < size_; ++peer) {
+    if (peer == rank_) continue;
+    const auto& mark = segment_.control(peer).writing_into;
+    // Checked for liveness every 64 looks (a few milliseconds); a piece is a copy's length.
+    for (unsigned looks = 1; mark.load(std::memory_order_seq_cst) == rank_ + 1; ++looks) {
+      if (looks % 64 == 0 && peer_has_exited(peer)) break;
+      const timespec pause{0, 50'000};
+      nanosleep(&pause, nullptr);
+    }
+  }
 }
 
 void Rounds::fail_aborted(std::uint32_t peer) const {

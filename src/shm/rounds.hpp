@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "shm/descriptor_passing.hpp"
 #include "shm/peer_watch.hpp"
 #include "shm/segment.hpp"
 #include "shmcoll/shmcoll.hpp"
@@ -57,6 +58,20 @@ void run_wait_idle_hook();
 bool has_wait_idle_hook();
 inline constexpr long kIdleHookSliceNs = 1'000'000;
 
+class Rounds;
+
+// One piece written into `owner`'s memory, as Rounds::begin_write_into describes.
+class WriteInto {
+ public:
+  WriteInto(Rounds& rounds, std::uint32_t owner);
+  ~WriteInto();
+  WriteInto(const WriteInto&) = delete;
+  WriteInto& operator=(const WriteInto&) = delete;
+
+ private:
+  Rounds& rounds_;
+};
+
 class Rounds {
  public:
   Rounds(Segment segment, std::uint32_t rank, WaitPolicy policy);
@@ -80,6 +95,11 @@ class Rounds {
   std::uint32_t begin() {
     if (segment_.header().abort_word.load(std::memory_order_relaxed) != 0) fail_aborted(rank_);
     return static_cast<std::uint32_t>(++round_);
+  }
+  // Fails once the team is aborted (after a call: a peer failed it, maybe after this rank was
+  // done, and a buffer this rank read in place may have changed under the read).
+  void check_not_aborted() const {
+    if (segment_.header().abort_word.load(std::memory_order_acquire) != 0) fail_aborted(rank_);
   }
   std::byte* slot(std::uint32_t rank, std::uint32_t round) const {
     return segment_.slot(rank, round & 1);
@@ -167,6 +187,25 @@ class Rounds {
       wait_for_release(peer, target);
     }
   }
+
+  // Writes into a peer's memory (its receive buffer, through its shared pages or the kernel's
+  // copy) go in pieces, each between begin_write_into and end_write (or inside a WriteInto): a
+  // piece begins only while the team is healthy (else begin_write_into fails with the abort),
+  // and a member that leaves a call with an error first ends the team, then waits for the pieces
+  // begun into its memory (wait_for_writers). So no write into a program's memory outlives the
+  // call that allowed it, errors included: a piece never starts after its owner saw the abort,
+  // and its owner returns only once every piece started before is done. Both sides are
+  // sequentially consistent (writer: mark, then read the abort word; owner: abort, then read the
+  // marks), so one of them sees the other.
+  void begin_write_into(std::uint32_t owner);
+  void end_write() const {
+    segment_.control(rank_).writing_into.store(0, std::memory_order_release);
+  }
+  // Returns once no live peer is writing a piece into my memory. The team must be aborted
+  // already, so no new piece can begin. A piece takes as long as its copy (kWritePieceBytes in
+  // coll), or, from a peer stopped mid-piece (SIGSTOP), until it runs again or exits: its piece
+  // would land later otherwise.
+  void wait_for_writers() const;
 
   // Joins the team: publishes my pid and `profile_data` (at most kProfileBytes) in my profile
   // and, on rank 0, `team_data` (at most kTeamDataBytes) for the whole team; touches my pages
@@ -278,6 +317,16 @@ class Rounds {
   WaitCounts counts_;
   // Highest round seen per peer: a round a peer is known to have reached needs no shared read.
   std::vector<std::int64_t> known_;
+  // The team's other members, whom this process's memfd server answers (descriptor_passing.hpp)
+  // once all have joined.
+  AllowedPeers allowed_peers_;
 };
+
+inline WriteInto::WriteInto(Rounds& rounds, std::uint32_t owner) : rounds_(rounds) {
+  rounds_.begin_write_into(owner);
+}
+inline WriteInto::~WriteInto() {
+  rounds_.end_write();
+}
 
 }  // namespace shmcoll::shm

@@ -6,7 +6,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +18,7 @@
 #include <vector>
 
 #include "shm/descriptor_passing.hpp"
+#include "shm/fork_child.hpp"
 #include "shm/mappings.hpp"
 
 namespace shmcoll::shm {
@@ -53,25 +53,11 @@ bool is_moved_page_mapping(const Mapping& m) {
   return std::strstr(m.path, kMemfdName) != nullptr;
 }
 
-// Replaces the pages [begin, end) by private ones: copies of their contents (keep_contents) or
-// zero pages, with protection `prot`. False when they stay shared (no memory for the copy, or
-// pages that cannot be read: a memfd cut short under a mapping raises SIGBUS where touched).
-bool make_private(std::uintptr_t begin, std::uintptr_t end, int prot, bool keep_contents) {
-  const std::size_t bytes = end - begin;
-  if (!keep_contents) {
-    return mmap(pointer(begin), bytes, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) !=
-           MAP_FAILED;
-  }
-  void* copy = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (copy == MAP_FAILED) return false;
-  // The kernel copies, and reports pages it cannot read where a plain copy would die of SIGBUS.
-  const iovec to{copy, bytes}, from{pointer(begin), bytes};
-  if (process_vm_readv(getpid(), &to, 1, &from, 1, 0) != ssize_t(bytes)) {
-    munmap(copy, bytes);
-    return false;
-  }
-  if (prot != (PROT_READ | PROT_WRITE)) mprotect(copy, bytes, prot);
-  return mremap(copy, bytes, bytes, MREMAP_MAYMOVE | MREMAP_FIXED, pointer(begin)) != MAP_FAILED;
+// Replaces the pages [begin, end) by fresh zero pages with protection `prot`, as a discarding
+// madvise leaves private memory. False when they stay as they were.
+bool make_zero_pages(std::uintptr_t begin, std::uintptr_t end, int prot) {
+  return mmap(pointer(begin), end - begin, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) !=
+         MAP_FAILED;
 }
 
 struct Registration {
@@ -208,8 +194,9 @@ class Registry {
       // Its memory goes now, whoever still maps it: peers keep mappings of it cached, which no
       // call names again (a new memfd has a new key). No call can still be reading it: the
       // program frees memory only once its calls on it completed, and a call completes once
-      // every peer is done with it.
-      ftruncate(r.pages.fd, 0);
+      // every peer is done with it. Punched out, not cut short: a forked child's view of it
+      // (after_fork_in_child) then reads zeros where it wrote nothing, never SIGBUS.
+      fallocate(r.pages.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, off_t(r.pages.bytes));
       close(r.pages.fd);
       registrations_.erase(registrations_.begin() + std::ptrdiff_t(i));
     }
@@ -235,18 +222,25 @@ class Registry {
       }
       return true;
     });
-    for (const auto& [range, prot] : found) make_private(range.begin, range.end, prot, false);
+    for (const auto& [range, prot] : found) make_zero_pages(range.begin, range.end, prot);
   }
 
-  // pthread_atfork. The child makes every moved page private (a copy) before fork returns in
-  // it, and the parent waits for that: until then the parent's writes to moved pages (its heap's
-  // own bookkeeping, if moved pages were reused) would show in the child. A thread of the parent
-  // that writes moved pages while another forks still can; POSIX lets such a child call only
-  // async-signal-safe functions until it execs anyway.
+  // pthread_atfork. Before fork returns in it, the child makes every page this process shares
+  // its own, and nothing waits in the parent. Memory allocated as shared pages (MPI_Alloc_mem) it
+  // views copy on write: its writes stay its own, no page is copied until it writes it (a fork
+  // costs what it costs without the layer), and a page it has not written shows what the memfd
+  // holds, the parent's (and its peers') writes since the fork included, as a private mapping of
+  // a file does (docs/limits.md says what a child may rely on). Moved pages, the program's own
+  // memory (the opt-in), it copies into private memory, so that they stay what they were before
+  // the move: anonymous memory that mremap may grow and a later move may take again. While it
+  // copies, the parent waits: its writes to moved pages (its heap's own bookkeeping, where moved
+  // pages were reused) would otherwise show in the copy. A thread of the parent that writes moved
+  // pages while another forks still can; POSIX lets such a child call only async-signal-safe
+  // functions until it execs anyway.
   void before_fork() {
     mutex_.lock();
     fork_pipe_[0] = fork_pipe_[1] = -1;
-    if (anything_moved.load(std::memory_order_relaxed)) pipe2(fork_pipe_, O_CLOEXEC);
+    if (program_pages_moved_) pipe2(fork_pipe_, O_CLOEXEC);
   }
   void after_fork_in_parent() {
     if (fork_pipe_[1] >= 0) {
@@ -260,30 +254,59 @@ class Registry {
   }
   void after_fork_in_child() {
     if (anything_moved.load(std::memory_order_relaxed)) {
+      // The allocations' memfds, by inode: a shared mapping of one is viewed privately; any
+      // other (moved pages) is copied.
+      struct Held {
+        std::uint64_t inode;
+        int fd;
+      };
+      std::array<Held, kMostAllocations> held{};
+      std::size_t held_count = 0;
+      for (const Registration& r : registrations_) {
+        struct stat about {};
+        if (r.allocated && held_count < held.size() && fstat(r.pages.fd, &about) == 0) {
+          held[held_count++] = {std::uint64_t(about.st_ino), r.pages.fd};
+        }
+      }
+      auto allocation_of_inode = [&](std::uint64_t inode) {
+        for (std::size_t i = 0; i < held_count; ++i) {
+          if (held[i].inode == inode) return held[i].fd;
+        }
+        return -1;
+      };
       // This process's own shared pages (not its views of peers', named alike, which may be
-      // stale), collected first, as many as fit, then again while that made progress: replacing
-      // mappings while reading the maps file could skip lines.
-      std::array<std::pair<Range, int>, 128> found;
+      // stale), collected first, as many as fit, then again while there were more: replacing
+      // mappings while reading the maps file could skip lines. A replaced mapping is private, so
+      // it is not found again.
+      std::array<Mapping, 128> found;
       for (bool more = true; more;) {
-        std::size_t count = 0, made = 0;
+        std::size_t count = 0;
         for_each_mapping([&](const Mapping& m) {
-          if (is_moved_page_mapping(m) && near_moved(m.begin, m.end)) {
-            found[count++] = {{m.begin, m.end}, prot_of(m)};
+          if (m.perms[3] == 's' && is_moved_page_mapping(m) && near_moved(m.begin, m.end)) {
+            found[count] = m;
+            found[count++].path = "";
           }
           return count < found.size();
         });
         for (std::size_t i = 0; i < count; ++i) {
-          made += make_private(found[i].first.begin, found[i].first.end, found[i].second, true);
+          const Mapping& m = found[i];
+          const int fd = allocation_of_inode(m.inode);
+          const bool own = fd >= 0
+                               ? view_privately_in_child(m.begin, m.end, prot_of(m), fd, m.offset)
+                               : copy_privately_in_child(m.begin, m.end, prot_of(m));
+          if (!own) refuse_in_child(m.begin, m.end);
         }
-        more = count == found.size() && made > 0;
+        more = count == found.size();
       }
       for (const Registration& r : registrations_) close(r.pages.fd);
       for (const Retired& r : retired_) close(r.fd);
       registrations_.clear();
       retired_.clear();
       retired_bytes_ = 0;
-      moved_.clear();
-      anything_moved.store(false, std::memory_order_relaxed);
+      program_pages_moved_ = false;
+      // moved_ and anything_moved stay: the child's views of allocations are named as shared
+      // pages are, and a madvise that discards them must leave zero pages, as on private memory
+      // (discard).
     }
     if (fork_pipe_[1] >= 0) {
       close(fork_pipe_[0]);
@@ -349,6 +372,7 @@ class Registry {
     const SharedPages pages{pointer(begin), bytes, fd, new_memfd_key()};
     registrations_.push_back({pages, clock_, 1});
     remember_moved({begin, end});
+    program_pages_moved_ = true;
     anything_moved.store(true, std::memory_order_release);
     return pages;
   }
@@ -421,6 +445,7 @@ class Registry {
   std::vector<Range> allocations_;  // by allocate_shared_pages; kept in a forked child, whose copy
                                     // of them its own free unmaps
   std::uint64_t clock_ = 0;
+  bool program_pages_moved_ = false;  // by move(): a fork copies them (after_fork_in_child)
   int fork_pipe_[2] = {-1, -1};
 };
 
@@ -444,8 +469,12 @@ class PeerMappings {
         return m.base;
       }
     }
+    if (still_refused(pid, theirs.key, why)) return nullptr;
     const int fd = fetch_descriptor(pid, theirs.key, why);
-    if (fd < 0) return nullptr;
+    if (fd < 0) {
+      refused(pid, theirs.key);
+      return nullptr;
+    }
     struct stat about {};
     void* base = MAP_FAILED;
     if (fstat(fd, &about) != 0 || std::size_t(about.st_size) < theirs.bytes) {
@@ -474,7 +503,41 @@ class PeerMappings {
   }
 
  private:
+  // A memfd its owner did not hand out (its server stopped, busy or gone: a fetch may have waited
+  // seconds) is not asked for again on the next uses, but only after 1, 2, 4, ... up to
+  // kMostUsesSkipped of them: every use would otherwise cost the same wait again.
+  struct Refusal {
+    std::int32_t pid;
+    std::uint64_t key;
+    unsigned times;
+    unsigned uses_to_skip;
+  };
+  static constexpr unsigned kMostUsesSkipped = 1024;
+  static constexpr std::size_t kMostRefusals = 32;
+
+  bool still_refused(std::int32_t pid, std::uint64_t key, std::string& why) {
+    for (Refusal& r : refusals_) {
+      if (r.pid != pid || r.key != key || r.uses_to_skip == 0) continue;
+      --r.uses_to_skip;
+      why = "process " + std::to_string(pid) + " did not hand out that memory lately";
+      return true;
+    }
+    return false;
+  }
+  void refused(std::int32_t pid, std::uint64_t key) {
+    auto r = std::find_if(refusals_.begin(), refusals_.end(),
+                          [&](const Refusal& x) { return x.pid == pid && x.key == key; });
+    if (r == refusals_.end()) {
+      if (refusals_.size() == kMostRefusals) refusals_.erase(refusals_.begin());
+      refusals_.push_back({pid, key, 0, 0});
+      r = refusals_.end() - 1;
+    }
+    r->uses_to_skip = std::min(kMostUsesSkipped, 1u << std::min(r->times, 10u));
+    ++r->times;
+  }
+
   std::mutex mutex_;
+  std::vector<Refusal> refusals_;  // oldest first
   std::vector<PeerMapping> mappings_;
   std::size_t mapped_bytes_ = 0;
   std::uint64_t clock_ = 0;

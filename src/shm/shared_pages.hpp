@@ -19,7 +19,9 @@
 //     again or takes the copy path);
 //   - madvise that discards pages (MADV_DONTNEED, MADV_FREE, MADV_REMOVE) is intercepted: on
 //     moved pages it maps fresh zero pages, as on private memory, rather than keep the contents;
-//   - a forked child gets private copies of every moved page before fork returns in it.
+//   - a forked child views every shared page copy on write before fork returns in it: its
+//     writes never reach the parent, and a fork costs what it costs without them (pages it has
+//     not written show the memfd's contents, the parent's later writes included: limits.md).
 #pragma once
 
 #include <cstddef>

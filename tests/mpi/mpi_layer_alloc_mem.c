@@ -5,6 +5,8 @@
 // freed through the layer.
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "layer_check.h"
 
@@ -24,6 +26,27 @@ static int in_shared_pages(const void* data) {
   }
   fclose(maps);
   return found;
+}
+
+// A forked child's writes into MPI_Alloc_mem memory never reach the parent, and the child sees
+// what the memory held at the fork (issue 57, row 3). The child calls no MPI.
+static void check_fork_keeps_memory_apart(int* data, size_t bytes) {
+  int* before = malloc(bytes);
+  CHECK(before != NULL, "malloc");
+  memcpy(before, data, bytes);
+  const pid_t child = fork();
+  if (child == 0) {
+    const int saw = memcmp(before, data, bytes) == 0;
+    memset(data, 0x5a, bytes);
+    _exit(saw ? 0 : 1);
+  }
+  int status = -1;
+  CHECK(child > 0 && waitpid(child, &status, 0) == child, "fork and wait");
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+        "a forked child did not see the MPI_Alloc_mem memory as at the fork (status %d)", status);
+  CHECK(memcmp(before, data, bytes) == 0,
+        "a forked child's writes reached the parent's MPI_Alloc_mem memory");
+  free(before);
 }
 
 static int value(int from, int to, int i) {
@@ -63,6 +86,7 @@ void check_alloc_mem(MPI_Comm comm) {
     for (int d = 0; d < size; ++d) {
       for (int i = 0; i < count; ++i) send[d * count + i] = value(rank, d, i + round);
     }
+    if (round == 0) check_fork_keeps_memory_apart(send, (size_t)bytes);
     MPI_Alltoall(send, count, MPI_INT, recv, count, MPI_INT, comm);
     int good = 1;
     for (int s = 0; s < size; ++s) {
