@@ -282,10 +282,9 @@ bool reduce_in_slices(Context& ctx, const std::byte* send, std::byte* recv, std:
   }
   // Done reading my buffers and writing mine; where a rank could not reach one, all go through
   // the slots (the receive buffers are written again).
-  const unsigned missed = reached ? kMissedNothing : kMissedPages;
   if (!outputs_shared) return every_rank_reached(ctx, done, reached);  // nobody wrote elsewhere
-  return what_any_rank_missed_writing(ctx, done, missed, everyone ? kEveryRank : root) ==
-         kMissedNothing;
+  return what_any_rank_missed_writing(ctx, done, reached ? kMissedNothing : kMissedPages,
+                                      everyone ? kEveryRank : root) == kMissedNothing;
 }
 
 }  // namespace

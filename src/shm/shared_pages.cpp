@@ -504,15 +504,15 @@ class PeerMappings {
 
  private:
   // A memfd its owner did not hand out (its server stopped, busy or gone: a fetch may have waited
-  // seconds) is not asked for again on the next uses, but only after 1, 2, 4, ... up to
-  // kMostUsesSkipped of them: every use would otherwise cost the same wait again.
+  // seconds) is not asked for again on the next uses, but only after 1, 2, 4, ... up to 1,024
+  // of them: every use would otherwise cost the same wait again.
   struct Refusal {
     std::int32_t pid;
     std::uint64_t key;
     unsigned times;
     unsigned uses_to_skip;
   };
-  static constexpr unsigned kMostUsesSkipped = 1024;
+  static constexpr unsigned kMostDoublings = 10;  // then every 1,024th use asks again
   static constexpr std::size_t kMostRefusals = 32;
 
   bool still_refused(std::int32_t pid, std::uint64_t key, std::string& why) {
@@ -532,7 +532,7 @@ class PeerMappings {
       refusals_.push_back({pid, key, 0, 0});
       r = refusals_.end() - 1;
     }
-    r->uses_to_skip = std::min(kMostUsesSkipped, 1u << std::min(r->times, 10u));
+    r->uses_to_skip = 1u << std::min(r->times, kMostDoublings);
     ++r->times;
   }
 
