@@ -16,6 +16,9 @@ SHMCOLL_BUILD_PACKAGES=(cmake g++ make pkg-config hwloc libhwloc-dev libnuma-dev
 # gfortran and mpi4py (on Open MPI) for the Fortran and Python programs the layer is tested with.
 SHMCOLL_MPI_PACKAGES=(openmpi-bin libopenmpi-dev mpich libmpich-dev gfortran python3-mpi4py
   python3-numpy)
+# The pretend cluster's (tools/pretend-cluster): ip for namespaces, bridges and veth pairs,
+# python3 for each node's remote shell.
+SHMCOLL_CLUSTER_PACKAGES=(iproute2 python3)
 # clang with its libFuzzer runtime, for the fuzz preset.
 SHMCOLL_FUZZ_PACKAGES=(clang "libclang-rt-${SHMCOLL_CLANG_MAJOR}-dev")
 

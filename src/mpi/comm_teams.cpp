@@ -12,10 +12,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "api/environment.hpp"
 #include "api/team_state.hpp"
@@ -23,6 +25,7 @@
 #include "mpi/hierarchy.hpp"
 #include "mpi/team_pool.hpp"
 #include "shm/rounds.hpp"
+#include "topo/cpu_budget.hpp"
 
 namespace shmcoll::mpi {
 
@@ -170,6 +173,48 @@ MPI_Comm split_by_node(MPI_Comm comm) {
   return node;
 }
 
+// Whether the processes of MPI_COMM_WORLD that share a machine outnumber the CPUs they may use
+// together. Pretend nodes (containers, network namespaces) of one machine each see only their own
+// ranks, which may fit their CPUs while the nodes together crowd them: each node's team must
+// then wait as ranks sharing CPUs do. A machine is known by its kernel's boot id, which no
+// namespace changes. Collective over `world`; the same answer on every rank.
+bool machines_share_cpus(MPI_Comm world) {
+  constexpr int kMaskWords = topo::kMaxCpus / 64;
+  struct Entry {
+    std::uint64_t machine = 0;
+    std::uint64_t mask[kMaskWords] = {};
+  } mine;
+  char boot_id[64] = {};
+  if (FILE* file = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
+    if (std::fgets(boot_id, sizeof boot_id, file) == nullptr) boot_id[0] = 0;
+    std::fclose(file);
+  }
+  mine.machine = std::hash<std::string>{}(boot_id);
+  const topo::CpuBudget budget = topo::CpuBudget::of_this_process();
+  for (int cpu = 0; cpu < topo::kMaxCpus; ++cpu) {
+    if (budget.allowed[cpu]) mine.mask[cpu / 64] |= std::uint64_t{1} << (cpu % 64);
+  }
+  int size = 0;
+  PMPI_Comm_size(world, &size);
+  std::vector<Entry> all(static_cast<std::size_t>(size));
+  PMPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, world);
+  std::sort(all.begin(), all.end(),
+            [](const Entry& a, const Entry& b) { return a.machine < b.machine; });
+  for (std::size_t first = 0; first < all.size();) {
+    std::size_t end = first;
+    std::uint64_t together[kMaskWords] = {};
+    for (; end < all.size() && all[end].machine == all[first].machine; ++end) {
+      for (int w = 0; w < kMaskWords; ++w) together[w] |= all[end].mask[w];
+    }
+    std::size_t cpus = 0;
+    for (const std::uint64_t word : together)
+      cpus += static_cast<std::size_t>(__builtin_popcountll(word));
+    if (end - first > cpus) return true;
+    first = end;
+  }
+  return false;
+}
+
 // What this rank proposes at a check, and holds while the members agree: a place under the cap
 // and the team it kept in the pool for these members (taken out, so that another thread's
 // communicator of the same ranks cannot take it meanwhile).
@@ -263,8 +308,16 @@ void agree(MPI_Comm comm, CachedTeam& cached, Proposal& proposal) {
     } else if (agreed[4] != 0) {
       cached.why_pmpi = PmpiReason::node_by_node_off;
     } else {
-      cached.spanning = std::make_unique<NodeHierarchy>(comm, node);
-      node = MPI_COMM_NULL;  // the hierarchy owns it now
+      int most_on_a_node = 0;
+      PMPI_Allreduce(&node_size, &most_on_a_node, 1, MPI_INT, MPI_MAX, comm);
+      if (most_on_a_node == 1) {
+        // Node by node would only add the layer's steps to the MPI's own between nodes.
+        cached.why_pmpi = PmpiReason::one_rank_per_node;
+      } else {
+        if (comm == MPI_COMM_WORLD) world_shares_cpus.store(machines_share_cpus(comm));
+        cached.spanning = std::make_unique<NodeHierarchy>(comm, node);
+        node = MPI_COMM_NULL;  // the hierarchy owns it now
+      }
     }
   } catch (const Error& error) {
     std::fprintf(stderr, "shmcoll: rank %d: no shared-memory team (%s); using MPI\n", rank,
@@ -276,7 +329,10 @@ void agree(MPI_Comm comm, CachedTeam& cached, Proposal& proposal) {
   if (!all_joined) {
     cached.team.reset();
     cached.spanning.reset();
-    if (cached.why_pmpi != PmpiReason::node_by_node_off) cached.why_pmpi = PmpiReason::no_team;
+    if (cached.why_pmpi != PmpiReason::node_by_node_off &&
+        cached.why_pmpi != PmpiReason::one_rank_per_node) {
+      cached.why_pmpi = PmpiReason::no_team;
+    }
     return;
   }
   if (comm == MPI_COMM_WORLD && cached.team) {

@@ -4,11 +4,45 @@
 #include "mpi/hierarchy.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "util/copy.hpp"
 
 namespace shmcoll::mpi {
+
+namespace {
+
+// 8-bit sums and products wrap, as C's arithmetic and the node teams' own do.
+void wrapping_sum8(void* in, void* inout, int* len, MPI_Datatype*) {
+  const auto* a = static_cast<const std::uint8_t*>(in);
+  auto* b = static_cast<std::uint8_t*>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = static_cast<std::uint8_t>(a[i] + b[i]);
+}
+void wrapping_prod8(void* in, void* inout, int* len, MPI_Datatype*) {
+  const auto* a = static_cast<const std::uint8_t*>(in);
+  auto* b = static_cast<std::uint8_t*>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = static_cast<std::uint8_t>(a[i] * b[i]);
+}
+
+}  // namespace
+
+MPI_Op between_nodes(MPI_Op op, const Reduction& reduction) {
+  if (reduction.dtype != Dtype::i8 && reduction.dtype != Dtype::u8) return op;
+  if (op != MPI_SUM && op != MPI_PROD) return op;
+  // PMPI_Op_create: the layer's MPI_Op_create would take these for a program's own ops.
+  static const MPI_Op sum = [] {
+    MPI_Op made = MPI_OP_NULL;
+    PMPI_Op_create(wrapping_sum8, 1, &made);
+    return made;
+  }();
+  static const MPI_Op prod = [] {
+    MPI_Op made = MPI_OP_NULL;
+    PMPI_Op_create(wrapping_prod8, 1, &made);
+    return made;
+  }();
+  return op == MPI_SUM ? sum : prod;
+}
 
 NodeHierarchy::NodeHierarchy(MPI_Comm comm, MPI_Comm node) : node_(node) {
   int size = 0, node_rank = 0;
@@ -104,7 +138,7 @@ void NodeHierarchy::reduce(const void* sendbuf, void* recvbuf, int count, MPI_Da
     void* result = nullptr;
     if (with_root) result = rank_ == root ? recvbuf : scratch(1, bytes);
     // Out of place even at the root: MPICH 4.0.2 crashes on in-place reduce at a non-zero root.
-    PMPI_Reduce(partial, result, count, type, op, root_node, leaders_);
+    PMPI_Reduce(partial, result, count, type, between_nodes(op, reduction), root_node, leaders_);
     if (with_root && !root_is_leader) {
       PMPI_Send(result, count, type, node_rank_of_rank_[root], kResultTag, node_);
     }
@@ -117,7 +151,7 @@ void NodeHierarchy::allreduce(const void* sendbuf, void* recvbuf, int count, MPI
                               MPI_Op op, const Reduction& reduction) {
   if (leader()) {
     node_team_->reduce(send_of(sendbuf), recvbuf, count, reduction.dtype, reduction.op, 0);
-    PMPI_Allreduce(MPI_IN_PLACE, recvbuf, count, type, op, leaders_);
+    PMPI_Allreduce(MPI_IN_PLACE, recvbuf, count, type, between_nodes(op, reduction), leaders_);
   } else {
     const void* input = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     node_team_->reduce(input, nullptr, count, reduction.dtype, reduction.op, 0);
@@ -128,7 +162,7 @@ void NodeHierarchy::allreduce(const void* sendbuf, void* recvbuf, int count, MPI
 bool NodeHierarchy::earlier_nodes_total(void* total, void* before, int last, int count,
                                         MPI_Datatype type, MPI_Op op, const Reduction& reduction) {
   node_team_->bcast(total, count, reduction.dtype, last);
-  if (leader()) PMPI_Exscan(total, before, count, type, op, leaders_);
+  if (leader()) PMPI_Exscan(total, before, count, type, between_nodes(op, reduction), leaders_);
   if (node() == 0) return false;  // (every member of node 0 knows it: no earlier node)
   node_team_->bcast(before, count, reduction.dtype, 0);
   return true;

@@ -15,6 +15,11 @@
 
 namespace shmcoll::mpi {
 
+// The op the node leaders combine with through the MPI: `op`, except for 8-bit integer sums and
+// products, which Open MPI's op/avx saturates (its issue 8045) where C, the standard and the node
+// teams wrap: those go through a user op of the layer's that wraps.
+MPI_Op between_nodes(MPI_Op op, const Reduction& reduction);
+
 class NodeHierarchy {
  public:
   // Collective on `comm`; `node` holds this rank's node-mates in `comm`'s rank order. Throws
@@ -199,6 +204,19 @@ inline std::int64_t NodeHierarchy::lay_out(BytesOfRank bytes) {
 inline bool fits_node_by_node(const Route& route, std::int64_t total) {
   if (!route.nodes || NodeHierarchy::fits_int_counts(total)) return true;
   note_pmpi_reason(PmpiReason::too_large_for_nodes);
+  return false;
+}
+
+// Node by node moves every byte that leaves a node through its leader. For alltoall, measured
+// across a real network hop (docs/clusters.md: 2 nodes x 2 ranks, Open MPI 4.1.4, OSU-style), that
+// loses to the MPI's own exchange from blocks of 16 KiB (0.41-0.81x) and wins up to 1 KiB
+// (1.06-1.57x): larger blocks go to the MPI. Every rank of an alltoall passes the same block size,
+// so all take the same path.
+inline constexpr std::size_t kAlltoallNodeByNodeBlockMost = 8 * 1024;
+inline constexpr std::size_t kAnyBlock = ~std::size_t{0};
+inline bool node_by_node_pays(const Route& route, std::size_t block, std::size_t block_most) {
+  if (!route.nodes || block <= block_most) return true;
+  note_pmpi_reason(PmpiReason::slower_across_nodes);
   return false;
 }
 

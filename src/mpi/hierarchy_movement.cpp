@@ -222,7 +222,8 @@ void NodeHierarchy::reduce_scatter_packed(const void* sendbuf, void* recvbuf, MP
       }
     }
     node_part = static_cast<std::byte*>(scratch(2, node_bytes_[node()] * element));
-    PMPI_Reduce_scatter(in_node_order, node_part, node_bytes_.data(), type, op, leaders_);
+    PMPI_Reduce_scatter(in_node_order, node_part, node_bytes_.data(), type,
+                        between_nodes(op, reduction), leaders_);
   } else {
     node_team_->reduce(input, nullptr, total, reduction.dtype, reduction.op, 0);
   }

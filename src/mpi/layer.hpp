@@ -188,6 +188,8 @@ enum class PmpiReason : unsigned char {
   team_ended,           // a mismatched call or a dead peer ended the communicator's team
   too_large_for_nodes,  // node by node, blocks past MPI's int counts
   node_by_node_off,     // SHMCOLL_MPI_NODE_BY_NODE=0 on a member, and the communicator spans nodes
+  one_rank_per_node,    // spans nodes with one rank on each: nothing to share inside a node
+  slower_across_nodes,  // node by node loses to the MPI at this size (node_by_node_pays)
   order_across_nodes,   // a non-commutative op over nodes that do not hold rank ranges in order
   nonblocking_across_nodes,  // node by node runs blocking calls only
   datatype_unknown,          // a datatype that could be neither decoded nor probed

@@ -44,6 +44,10 @@ const char* reason_text(PmpiReason reason) {
       return "the communicator's team ended (a mismatch or dead peer)";
     case PmpiReason::node_by_node_off:
       return "the communicator spans nodes and node by node is off (SHMCOLL_MPI_NODE_BY_NODE=0)";
+    case PmpiReason::one_rank_per_node:
+      return "the communicator spans nodes with one rank on each (nothing to share in a node)";
+    case PmpiReason::slower_across_nodes:
+      return "node by node is slower than the MPI at this size (docs/clusters.md)";
     case PmpiReason::too_large_for_nodes:
       return "node by node, the blocks together pass 2 GiB (MPI's int counts)";
     case PmpiReason::order_across_nodes:

@@ -21,8 +21,14 @@ int layer_serves_every_call(MPI_Comm comm) {
   MPI_Comm_size(comm, &size);
   // By default a communicator's first calls go to PMPI (SHMCOLL_MPI_TEAM_AFTER_CALLS and
   // SHMCOLL_MPI_NEW_TEAM_AFTER_CALLS at 0: a team from its first call).
+  // A communicator spanning nodes, real or pretend, reduces between nodes through the MPI.
+  MPI_Comm node = MPI_COMM_NULL;
+  int node_size = 0;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  MPI_Comm_size(node, &node_size);
+  MPI_Comm_free(&node);
   return shmcoll_mpi_layer_version && !(fake_nodes && atoi(fake_nodes) > 1) && size > 1 &&
-         set_to_zero("SHMCOLL_MPI_TEAM_AFTER_CALLS") &&
+         node_size == size && set_to_zero("SHMCOLL_MPI_TEAM_AFTER_CALLS") &&
          set_to_zero("SHMCOLL_MPI_NEW_TEAM_AFTER_CALLS");
 }
 static int64_t value(int rank, int i) {
@@ -50,18 +56,46 @@ static void absdiff_sum(void* in, void* inout, int* len, MPI_Datatype* type) {
   for (int i = 0; i < *len; ++i) b[i] = a[i] + b[i];
 }
 
+// Whether `comm` spans nodes with one rank on each (real nodes, or SHMCOLL_MPI_FAKE_NODES's
+// pretend ones): the layer leaves such a communicator to the MPI. Collective.
+static int one_rank_on_each_node(MPI_Comm comm) {
+  int world_rank = 0, world_size = 1, size = 1, node_key = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  MPI_Comm_size(comm, &size);
+  const char* fake = getenv("SHMCOLL_MPI_FAKE_NODES");
+  const int fake_nodes = fake ? atoi(fake) : 0;
+  if (fake_nodes > 1) {
+    node_key = world_rank / ((world_size + fake_nodes - 1) / fake_nodes);
+  } else {
+    MPI_Comm node;
+    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    node_key = world_rank;
+    MPI_Bcast(&node_key, 1, MPI_INT, 0, node);
+    MPI_Comm_free(&node);
+  }
+  int* keys = malloc(sizeof(int) * (size_t)size);
+  MPI_Allgather(&node_key, 1, MPI_INT, keys, 1, MPI_INT, comm);
+  int distinct = size > 1;
+  for (int a = 0; a < size; ++a) {
+    for (int b = a + 1; b < size; ++b) distinct = distinct && keys[a] != keys[b];
+  }
+  free(keys);
+  return distinct;
+}
+
 // MPICH 4.0.2 crashes on in-place MPI_Reduce at a non-zero root with large counts; where MPICH
-// would run it (no layer, a communicator still warming up through PMPI, or node by node turned off
-// on pretend nodes) the program takes the same-result out-of-place form. The layer runs it itself,
-// on pretend nodes too (their leaders reduce out of place).
-static int in_place_reduce_works(int root, int count) {
+// would run it (no layer, a communicator still warming up through PMPI, node by node turned off,
+// or one rank on each node) the program takes the same-result out-of-place form. The layer runs
+// it itself, on nodes too (their leaders reduce out of place).
+static int in_place_reduce_works(int root, int count, int one_rank_each) {
 #ifdef MPICH_VERSION
   const int layer_runs_it = shmcoll_mpi_layer_version && !set_to_zero("SHMCOLL_MPI_NODE_BY_NODE") &&
                             set_to_zero("SHMCOLL_MPI_TEAM_AFTER_CALLS") &&
-                            set_to_zero("SHMCOLL_MPI_NEW_TEAM_AFTER_CALLS");
+                            set_to_zero("SHMCOLL_MPI_NEW_TEAM_AFTER_CALLS") && !one_rank_each;
   return layer_runs_it || root == 0 || count < 10;
 #else
-  (void)root, (void)count;
+  (void)root, (void)count, (void)one_rank_each;
   return 1;
 #endif
 }
@@ -86,6 +120,7 @@ static void check_reductions(MPI_Comm comm, int count) {
   int rank, size;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
+  const int one_rank_each = one_rank_on_each_node(comm);
   int64_t* send = malloc(sizeof(int64_t) * (count + 1));
   int64_t* recv = malloc(sizeof(int64_t) * (count + 1));
   int64_t* want = malloc(sizeof(int64_t) * (count + 1));
@@ -128,7 +163,8 @@ static void check_reductions(MPI_Comm comm, int count) {
     CHECK(memcmp(recv, want, sizeof(int64_t) * count) == 0, "in-place allreduce op %d", o);
     for (int root = 0; root < size; ++root) {
       memset(recv, 0x5a, sizeof(int64_t) * (count + 1));
-      if (rank == root && (root + o) % 2 == 1 && in_place_reduce_works(root, count)) {
+      if (rank == root && (root + o) % 2 == 1 &&
+          in_place_reduce_works(root, count, one_rank_each)) {
         memcpy(recv, send, sizeof(int64_t) * count);
         MPI_Reduce(MPI_IN_PLACE, recv, count, MPI_INT64_T, ops[o], root, comm);
       } else {
