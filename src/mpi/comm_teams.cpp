@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -174,43 +175,37 @@ MPI_Comm split_by_node(MPI_Comm comm) {
 }
 
 // Whether the processes of MPI_COMM_WORLD that share a machine outnumber the CPUs they may use
-// together. Pretend nodes (containers, network namespaces) of one machine each see only their own
-// ranks, which may fit their CPUs while the nodes together crowd them: each node's team must
-// then wait as ranks sharing CPUs do. A machine is known by its kernel's boot id, which no
-// namespace changes. Collective over `world`; the same answer on every rank.
+// together, judged as a team judges its own ranks (detail::ranks_share_cpus: their masks' union,
+// capped by their quotas). Pretend nodes (containers, network namespaces) of one machine each see
+// only their own ranks, which may fit their CPUs while the nodes together crowd them: each node's
+// team must then wait as ranks sharing CPUs do. A machine is known by its kernel's boot id, which
+// no namespace changes. Collective over `world`; the same answer on every rank.
 bool machines_share_cpus(MPI_Comm world) {
-  constexpr int kMaskWords = topo::kMaxCpus / 64;
   struct Entry {
     std::uint64_t machine = 0;
-    std::uint64_t mask[kMaskWords] = {};
+    topo::CpuBudget budget;
   } mine;
+  static_assert(std::is_trivially_copyable_v<Entry>);
   char boot_id[64] = {};
   if (FILE* file = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
     if (std::fgets(boot_id, sizeof boot_id, file) == nullptr) boot_id[0] = 0;
     std::fclose(file);
   }
   mine.machine = std::hash<std::string>{}(boot_id);
-  const topo::CpuBudget budget = topo::CpuBudget::of_this_process();
-  for (int cpu = 0; cpu < topo::kMaxCpus; ++cpu) {
-    if (budget.allowed[cpu]) mine.mask[cpu / 64] |= std::uint64_t{1} << (cpu % 64);
-  }
+  mine.budget = topo::CpuBudget::of_this_process();
   int size = 0;
   PMPI_Comm_size(world, &size);
   std::vector<Entry> all(static_cast<std::size_t>(size));
   PMPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, world);
   std::sort(all.begin(), all.end(),
             [](const Entry& a, const Entry& b) { return a.machine < b.machine; });
-  for (std::size_t first = 0; first < all.size();) {
-    std::size_t end = first;
-    std::uint64_t together[kMaskWords] = {};
-    for (; end < all.size() && all[end].machine == all[first].machine; ++end) {
-      for (int w = 0; w < kMaskWords; ++w) together[w] |= all[end].mask[w];
-    }
-    std::size_t cpus = 0;
-    for (const std::uint64_t word : together)
-      cpus += static_cast<std::size_t>(__builtin_popcountll(word));
-    if (end - first > cpus) return true;
-    first = end;
+  std::vector<detail::MemberProfile> one_machine;
+  for (std::size_t at = 0; at < all.size(); ++at) {
+    one_machine.push_back({topo::Location{}, all[at].budget, false, false});
+    const bool last_of_machine = at + 1 == all.size() || all[at + 1].machine != all[at].machine;
+    if (!last_of_machine) continue;
+    if (detail::ranks_share_cpus(one_machine)) return true;
+    one_machine.clear();
   }
   return false;
 }

@@ -25,22 +25,20 @@ void wrapping_prod8(void* in, void* inout, int* len, MPI_Datatype*) {
   for (int i = 0; i < *len; ++i) b[i] = static_cast<std::uint8_t>(a[i] * b[i]);
 }
 
+// PMPI_Op_create: the layer's MPI_Op_create would take it for one of the program's own ops.
+MPI_Op commutative_op(MPI_User_function* function) {
+  MPI_Op made = MPI_OP_NULL;
+  PMPI_Op_create(function, 1, &made);
+  return made;
+}
+
 }  // namespace
 
 MPI_Op between_nodes(MPI_Op op, const Reduction& reduction) {
   if (reduction.dtype != Dtype::i8 && reduction.dtype != Dtype::u8) return op;
   if (op != MPI_SUM && op != MPI_PROD) return op;
-  // PMPI_Op_create: the layer's MPI_Op_create would take these for a program's own ops.
-  static const MPI_Op sum = [] {
-    MPI_Op made = MPI_OP_NULL;
-    PMPI_Op_create(wrapping_sum8, 1, &made);
-    return made;
-  }();
-  static const MPI_Op prod = [] {
-    MPI_Op made = MPI_OP_NULL;
-    PMPI_Op_create(wrapping_prod8, 1, &made);
-    return made;
-  }();
+  static const MPI_Op sum = commutative_op(wrapping_sum8);
+  static const MPI_Op prod = commutative_op(wrapping_prod8);
   return op == MPI_SUM ? sum : prod;
 }
 

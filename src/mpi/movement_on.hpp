@@ -56,11 +56,10 @@ std::optional<int> block_per_rank(const Mode& mode, BlockPerRank on_team, NodeBl
   Arguments arguments(name, route.size());
   if (sendbuf != MPI_IN_PLACE) arguments.count("sendcount", sendcount);
   if (!arguments.count("recvcount", recvcount).valid()) return arguments.raise(comm, timer);
-  const std::size_t bytes = bytes_of(recvcount, *recv_type) * route.size();
+  const std::size_t block = bytes_of(recvcount, *recv_type);
+  const std::size_t bytes = block * route.size();
   if (!fits_node_by_node(route, static_cast<std::int64_t>(bytes))) return std::nullopt;
-  if (!node_by_node_pays(route, bytes_of(recvcount, *recv_type), node_block_most)) {
-    return std::nullopt;
-  }
+  if (!node_by_node_pays(route, block, node_block_most)) return std::nullopt;
   return mode.serve(route, comm, timer, bytes, [=] {
     run_on(route, on_team, on_nodes, send_of(sendbuf), sendcount, *send_type, recvbuf, recvcount,
            *recv_type);
