@@ -12,10 +12,12 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "api/invited_team.hpp"
 #include "shm/layout.hpp"
 #include "shmcoll/shmcoll.hpp"
 #include "test_support.hpp"
@@ -29,25 +31,32 @@ bool name_exists(const std::string& name) {
   return access(("/dev/shm" + name).c_str(), F_OK) == 0;
 }
 
-TEST(Join, ProcessesNotForkedTogetherFormATeamAndTheNameIsRemoved) {
-  const std::string name = shmcoll::Team::unique_segment_name();
-  constexpr int kSize = 3;
-  const std::vector<pid_t> children = shmcoll::testing::fork_members(kSize, [&](int rank) {
-    shmcoll::Team team = shmcoll::Team::join(name, rank, kSize);
-    std::int64_t value = rank + 1, sum = 0;
-    team.allreduce(&value, &sum, 1, shmcoll::Dtype::i64, shmcoll::Op::sum);
-    return sum == 6 ? 0 : 2;
-  });
-  shmcoll::Team team = shmcoll::Team::join(name, 0, kSize);
-  EXPECT_FALSE(name_exists(name)) << "the name must be gone once every member has mapped it";
-  std::int64_t value = 1, sum = 0;
+// Each member's part of a team of 3: the sum of rank + 1 over the team (6).
+bool sums_ranks(shmcoll::Team& team) {
+  std::int64_t value = team.rank() + 1, sum = 0;
   team.allreduce(&value, &sum, 1, shmcoll::Dtype::i64, shmcoll::Op::sum);
-  EXPECT_EQ(sum, 6);
+  return sum == 6;
+}
+
+void expect_children_passed(const std::vector<pid_t>& children) {
   for (pid_t child : children) {
     int status = 0;
     waitpid(child, &status, 0);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
   }
+}
+
+TEST(Join, ProcessesNotForkedTogetherFormATeamAndTheNameIsRemoved) {
+  const std::string name = shmcoll::Team::unique_segment_name();
+  constexpr int kSize = 3;
+  const std::vector<pid_t> children = shmcoll::testing::fork_members(kSize, [&](int rank) {
+    shmcoll::Team team = shmcoll::Team::join(name, rank, kSize);
+    return sums_ranks(team) ? 0 : 2;
+  });
+  shmcoll::Team team = shmcoll::Team::join(name, 0, kSize);
+  EXPECT_FALSE(name_exists(name)) << "the name must be gone once every member has mapped it";
+  EXPECT_TRUE(sums_ranks(team));
+  expect_children_passed(children);
 }
 
 TEST(Join, SegmentIsPrivateToItsOwner) {
@@ -57,6 +66,48 @@ TEST(Join, SegmentIsPrivateToItsOwner) {
   ASSERT_EQ(stat(("/dev/shm" + name).c_str(), &info), 0);
   EXPECT_EQ(info.st_mode & 0777, 0600u);
   shm::Segment::unlink_name(name);
+}
+
+int dev_shm_entries() {
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) count += entry.exists();
+  return count;
+}
+
+// The MPI layer's teams: rank 0's segment never has a name, the others open it through rank 0's
+// descriptor, and a member killed at any moment leaves nothing in /dev/shm.
+TEST(InvitedTeam, MembersOpenRankZerosSegmentThroughItsDescriptorAndNoNameEverExists) {
+  constexpr int kSize = 3;
+  const int entries_before = dev_shm_entries();
+  shmcoll::detail::TeamInvitation invitation;
+  shm::Segment segment = shmcoll::detail::make_invited_segment(kSize, {}, &invitation);
+  EXPECT_EQ(dev_shm_entries(), entries_before) << "the segment has a name in /dev/shm";
+  EXPECT_NE(invitation.id, 0u);
+  const std::vector<pid_t> children = shmcoll::testing::fork_members(kSize, [&](int rank) {
+    shmcoll::Team team = shmcoll::detail::join_invited_team(
+        shmcoll::detail::open_invited_segment(invitation, kSize), rank, {});
+    return sums_ranks(team) ? 0 : 2;
+  });
+  shmcoll::Team team = shmcoll::detail::join_invited_team(std::move(segment), 0, {});
+  shmcoll::detail::close_invitation(invitation);
+  EXPECT_TRUE(sums_ranks(team));
+  expect_children_passed(children);
+}
+
+TEST(InvitedTeam, AnInvitationThatNamesAnotherFileIsRefused) {
+  shmcoll::detail::TeamInvitation invitation;
+  shm::Segment segment = shmcoll::detail::make_invited_segment(2, {}, &invitation);
+  shmcoll::detail::TeamInvitation wrong = invitation;
+  wrong.inode += 1;  // as where rank 0's pid names another process here (another PID namespace)
+  try {
+    shmcoll::detail::open_invited_segment(wrong, 2);
+    ADD_FAILURE() << "a descriptor of another file was taken for the team's segment";
+  } catch (const shmcoll::Error& error) {
+    EXPECT_EQ(error.code(), Errc::system_error);
+    EXPECT_NE(std::string(error.what()).find("is not the team's segment"), std::string::npos)
+        << error.what();
+  }
+  shmcoll::detail::close_invitation(invitation);
 }
 
 // Writes a segment under `name` with the given identity and file size.

@@ -1,15 +1,21 @@
 // Teams of processes that were not forked by shmcoll::run: shmcoll-run children, join(), and the
 // sub-teams split() makes of a team.
+#include <fcntl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "api/checks.hpp"
+#include "api/invited_team.hpp"
 #include "api/launch_env.hpp"
 #include "api/team_state.hpp"
 #include "util/fail.hpp"
@@ -35,6 +41,14 @@ int env_int(const char* name) {
 }
 
 constexpr int kJoinTimeoutMs = 60'000;
+
+// A process that joins a team of processes not forked together: the MPI launcher (or nobody) has
+// bound it, and the tree follows where it runs.
+detail::RankSetup setup_for(const Options& options) {
+  const topo::Topology& topology = topo::Topology::shared(options.topology);
+  return {detail::locate_rank(topology, -1), detail::placement_from(options),
+          options.processes_share_cpus};
+}
 
 // The last member to map a named segment removes its name, so nothing outlives the team.
 void count_attached(shm::Segment& segment, const std::string& name, std::uint32_t size) {
@@ -92,10 +106,7 @@ Team Team::join(const std::string& name, int rank, int size, const Options& opti
   }
   const auto team_size = static_cast<std::uint32_t>(size);
   const auto tunables = coll::Tunables::from_env();
-  // The MPI launcher (or nobody) has bound this process: the tree follows where it runs.
-  const topo::Topology& topology = topo::Topology::shared(options.topology);
-  const detail::RankSetup setup{detail::locate_rank(topology, -1), detail::placement_from(options),
-                                options.processes_share_cpus};
+  const detail::RankSetup setup = setup_for(options);
   shm::Segment segment =
       rank == 0 ? shm::Segment::create_named(
                       name, team_size, detail::segment_sizes_for(options, tunables, team_size))
@@ -161,5 +172,66 @@ std::optional<Team> Team::split(int color, int key, const Options& options) {
                                 options.processes_share_cpus};
   return detail::TeamAccess::make(std::move(*segment), new_rank, state.tunables, setup);
 }
+
+namespace detail {
+
+shm::Segment make_invited_segment(int size, const Options& options, TeamInvitation* invitation) {
+  if (size < 1) fail(Errc::invalid_argument, "a team's size must be at least 1, got ", size);
+  const auto team_size = static_cast<std::uint32_t>(size);
+  int fd = -1;
+  shm::Segment segment = shm::Segment::create_unlinked(
+      team_size, segment_sizes_for(options, coll::Tunables::from_env(), team_size), &fd);
+  struct stat info {};
+  std::uint64_t id = 0;
+  if (fstat(fd, &info) != 0 || getrandom(&id, sizeof id, 0) != sizeof id) {
+    ::close(fd);
+    fail(Errc::system_error, "naming a new team's segment: ", std::strerror(errno));
+  }
+  *invitation = {static_cast<std::int32_t>(getpid()), fd, info.st_ino, info.st_dev, (id >> 2) | 1};
+  return segment;
+}
+
+shm::Segment open_invited_segment(const TeamInvitation& invitation, int size) {
+  const std::string path =
+      "/proc/" + std::to_string(invitation.pid) + "/fd/" + std::to_string(invitation.fd);
+  // Rank 0 is briefly not dumpable while it makes a memfd (new_private_memfd), which refuses
+  // others its /proc/<pid>/fd: a refusal is tried again for a few milliseconds.
+  int fd = -1;
+  for (int tries = 0;
+       (fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC)) < 0 && errno == EACCES && tries < 20;
+       ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (fd < 0) {
+    fail(Errc::system_error, "opening the team's segment at ", path,
+         " (held by its rank 0): ", std::strerror(errno));
+  }
+  struct stat info {};
+  if (fstat(fd, &info) != 0 || info.st_ino != invitation.inode ||
+      info.st_dev != invitation.device) {
+    ::close(fd);
+    fail(Errc::system_error, path,
+         " is not the team's segment (rank 0 is in another PID namespace)");
+  }
+  try {
+    shm::Segment segment = shm::Segment::from_fd(fd, static_cast<std::uint32_t>(size));
+    ::close(fd);
+    return segment;
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+}
+
+void close_invitation(const TeamInvitation& invitation) {
+  if (invitation.fd >= 0 && invitation.pid == getpid()) ::close(invitation.fd);
+}
+
+Team join_invited_team(shm::Segment segment, int rank, const Options& options) {
+  return TeamAccess::make(std::move(segment), static_cast<std::uint32_t>(rank),
+                          coll::Tunables::from_env(), setup_for(options));
+}
+
+}  // namespace detail
 
 }  // namespace shmcoll

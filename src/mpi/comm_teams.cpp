@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -15,12 +14,14 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "api/environment.hpp"
+#include "api/invited_team.hpp"
 #include "api/team_state.hpp"
 #include "coll/tunables.hpp"
 #include "mpi/hierarchy.hpp"
@@ -142,16 +143,6 @@ int delete_cached(MPI_Comm, int, void* value, void*) {
   }
   delete cached;
   return MPI_SUCCESS;
-}
-
-// A team's id from its segment's name (random hex after "/shmcoll-"): what members compare to
-// agree that they kept the same team. Never 0, and within int64 for the agreement.
-std::uint64_t id_of(const char* name) {
-  std::uint64_t id = 0;
-  for (const char* c = std::strchr(name, '-'); c && *++c && id >> 59 == 0;) {
-    id = id << 4 | static_cast<std::uint64_t>(std::isdigit(*c) ? *c - '0' : *c - 'a' + 10);
-  }
-  return id | 1;
 }
 
 // This rank's node-mates in `comm`, in `comm`'s rank order (SHMCOLL_MPI_FAKE_NODES=k splits the
@@ -420,23 +411,49 @@ Team join_node_team(MPI_Comm comm, std::uint64_t* id) {
   int rank = 0, size = 0;
   PMPI_Comm_rank(comm, &rank);
   PMPI_Comm_size(comm, &size);
-  char name[256] = {};
   Options options;
   options.heap_bytes = detail::kMpiTeamHeapBytes;
   options.processes_share_cpus = world_shares_cpus.load();
+  // Rank 0 makes the segment, without a name (invited_team.hpp): a rank killed at any moment
+  // leaves nothing in /dev/shm. Its invitation, or why there is none, goes to the others.
+  struct {
+    detail::TeamInvitation invitation;
+    char why[200];
+  } offer{};
+  std::optional<shm::Segment> segment;
   if (rank == 0) {
     std::string reason;
     options.slot_bytes = slot_bytes_within_budget(size, reason);
-    const std::string made = options.slot_bytes > 0 ? Team::unique_segment_name() : reason;
-    std::snprintf(name, sizeof name, "%s", made.c_str());
+    try {
+      if (options.slot_bytes > 0)
+        segment = detail::make_invited_segment(size, options, &offer.invitation);
+    } catch (const Error& error) {
+      reason = error.what();
+    }
+    std::snprintf(offer.why, sizeof offer.why, "%s", reason.c_str());
   }
-  PMPI_Bcast(name, sizeof name, MPI_CHAR, 0, comm);
-  if (name[0] != '/') {
-    throw Error(Errc::out_of_memory,
-                rank == 0 ? name : "rank 0 found too little free /dev/shm for a team");
+  PMPI_Bcast(&offer, sizeof offer, MPI_BYTE, 0, comm);
+  if (offer.invitation.id == 0) {
+    throw Error(Errc::out_of_memory, rank == 0 ? offer.why : "rank 0 could not make a team");
   }
-  if (id) *id = id_of(name);
-  return Team::join(name, rank, size, options);
+  std::string why;
+  if (rank != 0) {
+    try {
+      segment = detail::open_invited_segment(offer.invitation, size);
+    } catch (const Error& error) {
+      why = error.what();
+    }
+  }
+  // Joining waits for every member: first every member says whether it has the segment.
+  int opened = segment ? 1 : 0, all_opened = 0;
+  PMPI_Allreduce(&opened, &all_opened, 1, MPI_INT, MPI_MIN, comm);
+  if (rank == 0) detail::close_invitation(offer.invitation);
+  if (!all_opened) {
+    throw Error(Errc::system_error,
+                why.empty() ? "a member could not open the team's segment" : why);
+  }
+  if (id) *id = offer.invitation.id;
+  return detail::join_invited_team(std::move(*segment), rank, options);
 }
 
 int Route::size() const {

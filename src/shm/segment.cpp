@@ -139,10 +139,15 @@ Segment Segment::create_named(const std::string& name, std::uint32_t team_size,
 
 Segment Segment::create_unlinked(std::uint32_t team_size, const SegmentSizes& sizes, int* fd_out) {
   if (team_size == 0) fail(Errc::invalid_argument, "team size must be at least 1");
-  const std::string name = unique_name();
-  const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-  if (fd < 0) fail_errno("shm_open(", name, ", O_CREAT|O_EXCL)");
-  shm_unlink(name.c_str());  // from here on no name exists, whatever happens to us
+  // A file in /dev/shm that never has a name (O_TMPFILE), so that nothing is left there whatever
+  // kills us; where tmpfs cannot (kernels before 3.11), one named and unlinked at once.
+  int fd = open("/dev/shm", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    const std::string name = unique_name();
+    fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0) fail_errno("shm_open(", name, ", O_CREAT|O_EXCL)");
+    shm_unlink(name.c_str());
+  }
   try {
     initialize(fd, SegmentLayout::compute(team_size, sizes.slot_bytes, sizes.heap_bytes));
     Segment segment = from_fd(fd, team_size);

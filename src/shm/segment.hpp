@@ -24,9 +24,9 @@ const char* populate_failure(int error);
 
 class Segment {
  public:
-  // A new anonymous-to-the-world segment: created under an unguessable name with O_EXCL and mode
-  // 0600, and unlinked before returning. `fd_out`, when given, receives a descriptor (for children
-  // that exec); otherwise the descriptor is closed.
+  // A new anonymous-to-the-world segment: a file of /dev/shm without a name (mode 0600), that
+  // others open only through a descriptor. `fd_out`, when given, receives a descriptor (for
+  // children that exec); otherwise the descriptor is closed.
   static Segment create_unlinked(std::uint32_t team_size, const SegmentSizes& sizes,
                                  int* fd_out = nullptr);
   // A new segment under `name` that other processes open with open_named(); unlink_name() removes

@@ -7,16 +7,10 @@
 set -euo pipefail
 flavour=$1 program=$2 layer=$3 nodes=$4 np=$5 placement=${6:-block}
 here=$(cd "$(dirname "$0")" && pwd)
-cluster_tool=$here/../../tools/pretend-cluster
-if ! why=$("$cluster_tool" can-make 2>&1); then
-  echo "SKIP: no pretend cluster here: $why"
-  exit 77
-fi
-name=t$$
-name=${name:0:8}
+source "$here/pretend_cluster.sh" t
 trap '"$cluster_tool" down "$name"' EXIT
 dir=$("$cluster_tool" up "$name" "$nodes" | tail -n 1)
-export SHMCOLL_TEST_ACROSS_NODES=1 SHMCOLL_CLUSTER_TIMEOUT=${SHMCOLL_CLUSTER_TIMEOUT:-240}
+export SHMCOLL_CLUSTER_TIMEOUT=${SHMCOLL_CLUSTER_TIMEOUT:-240}
 case $placement in
   block) ;;
   round-robin) export SHMCOLL_CLUSTER_ROUND_ROBIN=1 ;;

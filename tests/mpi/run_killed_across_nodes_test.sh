@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# usage: run_killed_across_nodes_test.sh FLAVOUR CHURN_PROGRAM LAYER [TRIALS]
+# A rank killed (SIGKILL) on one node of a pretend cluster (tools/pretend-cluster) while the layer
+# makes a team at every call (bench/mpi_comm_churn.c's dup loop, no pool): every rank on every node
+# is gone within seconds, and no node's /dev/shm keeps a file of the layer's. The kill lands at a
+# different moment in each trial, each on a cluster of its own (so that no trial's TCP ports or
+# leftovers meet the next's). Skipped (exit 77) where namespaces cannot be made.
+set -euo pipefail
+flavour=$1 program=$2 layer=$3 trials=${4:-4}
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/pretend_cluster.sh" k
+export SHMCOLL_CLUSTER_TIMEOUT=60
+trap '"$cluster_tool" down "$name"' EXIT
+dir=$("$cluster_tool" up "$name" 2 | tail -n 1)
+mpirun=$dir/mpirun.$flavour
+source "$here/mpi_launch.sh"
+trap 'rm -rf "$work"; "$cluster_tool" down "$name"' EXIT
+
+on_every_node() {  # on_every_node COMMAND...: its output, each line prefixed by the node
+  for node in 0 1; do "$dir/on" "$name-n$node" "$@" 2>/dev/null | sed "s/^/$name-n$node: /"; done
+}
+for trial in $(seq 1 "$trials"); do
+  [ "$trial" = 1 ] || { "$cluster_tool" down "$name"; "$cluster_tool" up "$name" 2 > /dev/null; }
+  "$mpirun" "${extra[@]}" -np 4 env LD_PRELOAD="$layer" SHMCOLL_MPI_POOL_TEAMS=0 \
+    SHMCOLL_MPI_TEAM_AFTER_CALLS=0 SHMCOLL_MPI_NEW_TEAM_AFTER_CALLS=0 "$program" dup 100000000 \
+    > "$work/run$trial" 2>&1 &
+  launcher=$!
+  # Wait for both nodes' ranks to be making teams, then a little more, different each trial.
+  for _ in $(seq 100); do
+    [ "$(on_every_node pgrep -c -f "^$program dup" | awk '$2 >= 2' | wc -l)" -eq 2 ] && break
+    sleep 0.1
+  done
+  on_every_node pgrep -a -f "^$program dup" > "$work/ranks$trial" || true
+  sleep "0.$((trial * 37 % 10))"
+  "$dir/on" "$name-n1" pkill -KILL -n -f "^$program dup" ||
+    { cat "$work/ranks$trial" "$work/run$trial"; echo "FAIL: trial $trial: no rank on node 1 to kill"; exit 1; }
+  start=$SECONDS
+  wait "$launcher" || true
+  took=$((SECONDS - start))
+  left=$(on_every_node pgrep -a -f "^$program dup" || true)
+  files=$(on_every_node find /dev/shm -maxdepth 1 -name 'shmcoll-*' || true)
+  echo "trial $trial: the launcher ended ${took}s after the kill; ranks left: ${left:-none};" \
+       "files left: ${files:-none}"
+  [ -z "$left" ] || { echo "FAIL: ranks outlived the kill"; exit 1; }
+  [ -z "$files" ] || { echo "FAIL: a node's /dev/shm keeps the layer's files"; exit 1; }
+  [ "$took" -le 30 ] || { cat "$work/run$trial"; echo "FAIL: the ranks took ${took}s to end"; exit 1; }
+done
+echo "PASS: $trials kills, nothing left on any node"
