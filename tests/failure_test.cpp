@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <span>
 #include <stdexcept>
@@ -241,13 +242,23 @@ namespace {
 TEST(DeadPeer, EveryLaterCollectiveFailsEvenWhenItWouldNotWait) {
   struct Codes {
     int later[4];
+    std::atomic<int> left_barrier;
   };
   auto* codes = shared_block<Codes>();
   try {
     shmcoll::run(3, {}, [&](shmcoll::Team& team) {
       team.barrier();  // every rank, the victim too, has published this round
-      if (team.rank() == 2) kill(getpid(), SIGKILL);
-      usleep(300'000);  // the supervisor notices the death and aborts the team meanwhile
+      // The victim dies once the others have left the barrier: a death while a rank still waits
+      // for the barrier's release may fail the barrier there (as it may: it is not this test's
+      // point), and did now and then under ctest -j2.
+      codes->left_barrier.fetch_add(1);
+      if (team.rank() == 2) {
+        while (codes->left_barrier.load() < 3) usleep(100);
+        kill(getpid(), SIGKILL);
+      }
+      // The supervisor notices the death and aborts the team, however long that takes under load
+      // (a fixed sleep lost that race too).
+      for (int waited_ms = 0; !team.ended() && waited_ms < 30'000; ++waited_ms) usleep(1'000);
       // Rank 1's non-root reduce needs no wait of its own (everyone reached the previous round),
       // yet the team is gone: it must say so.
       codes->later[team.rank()] = -1;

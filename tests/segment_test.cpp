@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
@@ -68,20 +67,15 @@ TEST(Join, SegmentIsPrivateToItsOwner) {
   shm::Segment::unlink_name(name);
 }
 
-int dev_shm_entries() {
-  int count = 0;
-  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) count += entry.exists();
-  return count;
-}
-
 // The MPI layer's teams: rank 0's segment never has a name, the others open it through rank 0's
 // descriptor, and a member killed at any moment leaves nothing in /dev/shm.
 TEST(InvitedTeam, MembersOpenRankZerosSegmentThroughItsDescriptorAndNoNameEverExists) {
   constexpr int kSize = 3;
-  const int entries_before = dev_shm_entries();
+  const auto entries_before = shmcoll::testing::dev_shm_entries();
   shmcoll::detail::TeamInvitation invitation;
   shm::Segment segment = shmcoll::detail::make_invited_segment(kSize, {}, &invitation);
-  EXPECT_EQ(dev_shm_entries(), entries_before) << "the segment has a name in /dev/shm";
+  EXPECT_EQ(shmcoll::testing::dev_shm_entries(), entries_before)
+      << "the segment has a name in /dev/shm";
   EXPECT_NE(invitation.id, 0u);
   const std::vector<pid_t> children = shmcoll::testing::fork_members(kSize, [&](int rank) {
     shmcoll::Team team = shmcoll::detail::join_invited_team(
