@@ -79,8 +79,7 @@ Team Team::attach() {
     fail(Errc::invalid_argument, "Team::attach: rank ", rank, " is out of range for size ", size);
   }
   const int core = std::getenv(detail::kCoreEnv) ? env_int(detail::kCoreEnv) : -1;
-  shm::Segment segment = shm::Segment::from_fd(fd, static_cast<std::uint32_t>(size));
-  ::close(fd);
+  shm::Segment segment = shm::Segment::from_fd_closing(fd, static_cast<std::uint32_t>(size));
   const auto tunables = coll::Tunables::from_env();
   // shmcoll-run has bound this process already; SHMCOLL_PLACEMENT is read here.
   const detail::RankSetup setup{detail::locate_rank(topo::Topology::shared(), core),
@@ -213,14 +212,7 @@ shm::Segment open_invited_segment(const TeamInvitation& invitation, int size) {
     fail(Errc::system_error, path,
          " is not the team's segment (rank 0 is in another PID namespace)");
   }
-  try {
-    shm::Segment segment = shm::Segment::from_fd(fd, static_cast<std::uint32_t>(size));
-    ::close(fd);
-    return segment;
-  } catch (...) {
-    ::close(fd);
-    throw;
-  }
+  return shm::Segment::from_fd_closing(fd, static_cast<std::uint32_t>(size));
 }
 
 void close_invitation(const TeamInvitation& invitation) {

@@ -62,8 +62,8 @@ void run(int n, const Options& options, const std::function<void(Team&)>& fn) {
   int fd = -1;
   shm::Segment segment = shm::Segment::create_unlinked(
       size, detail::segment_sizes_for(options, plan.tunables, size), &fd);
-  shm::Segment watch_segment = shm::Segment::from_fd(fd, size);  // outlives rank 0's team
-  ::close(fd);
+  // Outlives rank 0's team.
+  shm::Segment watch_segment = shm::Segment::from_fd_closing(fd, size);
 
   shm::Supervisor supervisor(watch_segment);
   std::fflush(nullptr);  // or children would flush the parent's buffered output again

@@ -418,23 +418,28 @@ Team join_node_team(MPI_Comm comm, std::uint64_t* id) {
   // leaves nothing in /dev/shm. Its invitation, or why there is none, goes to the others.
   struct {
     detail::TeamInvitation invitation;
+    Errc failure;
     char why[200];
   } offer{};
   std::optional<shm::Segment> segment;
   if (rank == 0) {
     std::string reason;
+    offer.failure = Errc::out_of_memory;  // unless making the segment says otherwise
     options.slot_bytes = slot_bytes_within_budget(size, reason);
     try {
       if (options.slot_bytes > 0)
         segment = detail::make_invited_segment(size, options, &offer.invitation);
     } catch (const Error& error) {
+      offer.failure = error.code();
       reason = error.what();
     }
     std::snprintf(offer.why, sizeof offer.why, "%s", reason.c_str());
   }
   PMPI_Bcast(&offer, sizeof offer, MPI_BYTE, 0, comm);
   if (offer.invitation.id == 0) {
-    throw Error(Errc::out_of_memory, rank == 0 ? offer.why : "rank 0 could not make a team");
+    throw Error(offer.failure, rank == 0
+                                   ? std::string(offer.why)
+                                   : std::string("rank 0 could not make a team: ") + offer.why);
   }
   std::string why;
   if (rank != 0) {

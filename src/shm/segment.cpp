@@ -192,6 +192,15 @@ Segment Segment::open_named(const std::string& name, std::uint32_t expected_team
       }
       pause_or_fail("was not initialized");
     }
+  } catch (...) {
+    close_quietly(fd);
+    throw;
+  }
+  return from_fd_closing(fd, expected_team_size);
+}
+
+Segment Segment::from_fd_closing(int fd, std::uint32_t expected_team_size) {
+  try {
     Segment segment = from_fd(fd, expected_team_size);
     close_quietly(fd);
     return segment;

@@ -38,6 +38,9 @@ class Segment {
                             int timeout_ms);
   // Maps and validates a segment's descriptor (inherited by shmcoll-run children, or our own).
   static Segment from_fd(int fd, std::uint32_t expected_team_size);
+  // from_fd, then closes `fd` whether or not the mapping worked: for a descriptor opened only
+  // to map it.
+  static Segment from_fd_closing(int fd, std::uint32_t expected_team_size);
   static std::string unique_name();
   static void unlink_name(const std::string& name);
 
