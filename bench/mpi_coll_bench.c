@@ -13,8 +13,9 @@
  * f32 (--char: MPI_CHAR, OSU's default type) and sum. COLL is any collective shmcoll-bench knows;
  * SIZES follow its convention (OSU's): the vector for reductions, including reduce_scatter, and the
  * block per rank pair for scatter, gather, allgather and alltoall and their v/w forms; also
- * iallreduce (MPI_Iallreduce, then MPI_Wait). --vary-data and the batch sizing:
- * bench/harness_method.h. */
+ * iallreduce and ibcast (MPI_Iallreduce or MPI_Ibcast, then MPI_Wait). --thread-multiple: MPI
+ * initialised at MPI_THREAD_MULTIPLE (where the layer serves nonblocking calls across nodes).
+ * --vary-data and the batch sizing: bench/harness_method.h. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,13 +63,14 @@ enum Coll {
   ALLTOALLV,
   ALLTOALLW,
   IALLREDUCE, /* MPI_Iallreduce then MPI_Wait: the nonblocking path's cost */
+  IBCAST,
   BARRIER
 };
 static const char* const coll_names[] = {
     "allreduce", "reduce",     "bcast",      "reduce_scatter", "reduce_scatter_block",
     "scan",      "exscan",     "scatter",    "scatterv",       "gather",
     "gatherv",   "allgather",  "allgatherv", "alltoall",       "alltoallv",
-    "alltoallw", "iallreduce", "barrier"};
+    "alltoallw", "iallreduce", "ibcast",     "barrier"};
 
 static enum Coll coll_of(const char* name) {
   for (int c = ALLREDUCE; c < BARRIER; ++c) {
@@ -134,6 +136,12 @@ static void call(enum Coll coll, void* send, void* recv, int count, int size) {
       MPI_Wait(&request, MPI_STATUS_IGNORE);
       break;
     }
+    case IBCAST: {
+      MPI_Request request;
+      MPI_Ibcast(recv, count, element, 0, world, &request);
+      MPI_Wait(&request, MPI_STATUS_IGNORE);
+      break;
+    }
     case BARRIER:
       MPI_Barrier(world);
       break;
@@ -149,7 +157,14 @@ static size_t parse_size(const char* text) {
 }
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  int thread_multiple = 0;
+  for (int a = 4; a < argc; ++a) thread_multiple |= !strcmp(argv[a], "--thread-multiple");
+  if (thread_multiple) {
+    int provided = MPI_THREAD_SINGLE;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  } else {
+    MPI_Init(&argc, &argv);
+  }
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -165,7 +180,7 @@ int main(int argc, char** argv) {
       alloc_mem = 1;
     else if (!strcmp(argv[a], "--char"))
       element = MPI_CHAR, element_bytes = 1;
-    else
+    else if (strcmp(argv[a], "--thread-multiple"))
       unknown = 1;
   }
   const int samples = argc > 3 ? atoi(argv[3]) : 30;
@@ -173,7 +188,7 @@ int main(int argc, char** argv) {
     if (rank == 0) {
       fprintf(stderr,
               "usage: mpi_coll_bench COLL SIZES [SAMPLES] [--vary-data] [--single] [--written] "
-              "[--char] [--alloc-mem]\n");
+              "[--char] [--alloc-mem] [--thread-multiple]\n");
     }
     MPI_Abort(MPI_COMM_WORLD, 2);
   }

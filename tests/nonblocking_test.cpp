@@ -69,10 +69,12 @@ TEST(Nonblocking, OutstandingCallsMixedWithBlockingOnesGiveTheReferenceResults) 
 // waits for its own ibarrier. Only a call that progresses without its caller lets both finish
 // (as MPI requires of a nonblocking barrier followed by a receive of what the peer sends after
 // its wait).
-TEST(Nonblocking, CallsProgressWhileTheCallerWaitsForSomethingElse) {
+// Where ranks share CPUs the worker leaves a fresh call to a waiting thread for a moment
+// (kWorkerGraceWhereCpusShared), then takes it: progress either way.
+void expect_progress_while_waiting_elsewhere(const shmcoll::Options& options) {
   auto* results = shared_block<Results>();
   results->flag = 0;
-  shmcoll::run(2, {}, [&](Team& team) {
+  shmcoll::run(2, options, [&](Team& team) {
     Request barrier = team.ibarrier();
     if (team.rank() == 1) {
       barrier.wait();
@@ -87,6 +89,16 @@ TEST(Nonblocking, CallsProgressWhileTheCallerWaitsForSomethingElse) {
     barrier.wait();
   });
   EXPECT_EQ(results->failures[0], 0) << "rank 0's ibarrier made no progress until its wait";
+}
+
+TEST(Nonblocking, CallsProgressWhileTheCallerWaitsForSomethingElse) {
+  expect_progress_while_waiting_elsewhere({});
+}
+
+TEST(Nonblocking, CallsProgressWhileTheCallerWaitsForSomethingElseOnSharedCpus) {
+  shmcoll::Options options;
+  options.processes_share_cpus = true;
+  expect_progress_while_waiting_elsewhere(options);
 }
 
 TEST(Nonblocking, BadArgumentsAreRejectedAtIssueAndTheTeamGoesOn) {

@@ -55,10 +55,12 @@ def render(path):
         for mpi in mpis:
             colls = sorted({key[1] for key in median if key[0] == shape and key[2] == mpi})
             sizes = sorted({key[3] for key in median if key[0] == shape and key[2] == mpi})
-            han = mpi == "openmpi"
+            han = any(key[0] == shape and key[2] == "openmpi+han" for key in median)
             print(f"\n{shape}, {mpi}: x = {mpi} alone / with the layer"
                   + (" (coll/han forced / with the layer)" if han else "") + "\n")
-            print("| | " + " | ".join(size_label(s) for s in sizes) + " |")
+            apps = all(coll.startswith("app:") for coll in colls)  # tools/measure-apps-clusters
+            print("| | " + " | ".join("whole run" if apps and s == 0 else size_label(s)
+                                      for s in sizes) + " |")
             print("|---|" + "---:|" * len(sizes))
             for coll in colls:
                 cells = []

@@ -39,6 +39,8 @@ const MpiLayerSettings& mpi_layer_settings() {
                    MpiLayerSettings{}.new_team_after_calls);
     }
     read.node_by_node = env_count(kMpiNodeByNodeEnv, read.node_by_node ? 1 : 0) != 0;
+    read.nonblocking_across_nodes =
+        env_count(kMpiNonblockingAcrossNodesEnv, read.nonblocking_across_nodes ? 1 : 0) != 0;
     return read;
   }();
   return settings;
@@ -86,6 +88,10 @@ std::vector<EnvironmentVariable> environment_variables() {
       {kMpiNodeByNodeEnv, defaults.node_by_node ? "1" : "0",
        "0 leaves communicators spanning nodes to the MPI (PMPI) instead of running them node by "
        "node (the members agree: one rank's 0 is enough)",
+       "MPI layer"},
+      {kMpiNonblockingAcrossNodesEnv, defaults.nonblocking_across_nodes ? "1" : "0",
+       "1 runs nonblocking calls on communicators spanning nodes node by node, on the node teams' "
+       "workers, where the MPI provides MPI_THREAD_MULTIPLE (every member must set it)",
        "MPI layer"},
       {kMpiFakeNodesEnv, std::to_string(defaults.fake_nodes),
        "split MPI_COMM_WORLD into k pretend nodes (tests the multi-node path)", "MPI layer"},

@@ -19,6 +19,7 @@ inline constexpr const char* kMpiNewTeamAfterEnv = "SHMCOLL_MPI_NEW_TEAM_AFTER_C
 // Its name until the rule counted calls instead of time: read only to say it is ignored.
 inline constexpr const char* kMpiNewTeamAfterRetiredEnv = "SHMCOLL_MPI_NEW_TEAM_AFTER_US";
 inline constexpr const char* kMpiNodeByNodeEnv = "SHMCOLL_MPI_NODE_BY_NODE";
+inline constexpr const char* kMpiNonblockingAcrossNodesEnv = "SHMCOLL_MPI_NONBLOCKING_ACROSS_NODES";
 // A communicator's team's heap per rank: MPI programs bring their own buffers.
 inline constexpr std::size_t kMpiTeamHeapBytes = 4096;
 
@@ -31,6 +32,11 @@ struct MpiLayerSettings {
   int team_after_calls = 1;        // SHMCOLL_MPI_TEAM_AFTER_CALLS
   int new_team_after_calls = 128;  // SHMCOLL_MPI_NEW_TEAM_AFTER_CALLS
   bool node_by_node = true;  // SHMCOLL_MPI_NODE_BY_NODE (0: communicators spanning nodes PMPI)
+  // SHMCOLL_MPI_NONBLOCKING_ACROSS_NODES (1: nonblocking calls node by node at
+  // MPI_THREAD_MULTIPLE). Off: on pretend nodes sharing CPUs it loses at small sizes
+  // (docs/clusters.md), and no rule from sizes reaches every collective (gather's and the v forms'
+  // sizes differ by rank).
+  bool nonblocking_across_nodes = false;
 };
 // As this process's environment sets them (read once; negative values count as 0).
 const MpiLayerSettings& mpi_layer_settings();

@@ -59,6 +59,7 @@ void PendingCall::wait() {
 std::shared_ptr<PendingCall> ProgressWorker::start(std::function<void()> call) {
   auto pending = std::make_shared<PendingCall>();
   pending->worker = this;
+  if (grace_.count() > 0) pending->issued = std::chrono::steady_clock::now();
   bool wake = false;
   {
     const std::lock_guard lock(mutex_);
@@ -149,7 +150,13 @@ void ProgressWorker::run() {
     {
       std::unique_lock lock(mutex_);
       worker_waits_ = true;
-      work_.wait(lock, [this] { return !running_ && (stopping_ || !queue_.empty()); });
+      for (;;) {
+        work_.wait(lock, [this] { return !running_ && (stopping_ || !queue_.empty()); });
+        if (stopping_ || grace_.count() == 0) break;
+        const auto due = queue_.front().second->issued + grace_;
+        if (std::chrono::steady_clock::now() >= due) break;
+        work_.wait_until(lock, due);  // a thread that waits for the call may take it meanwhile
+      }
       worker_waits_ = false;
       if (queue_.empty()) return;  // stopping, and nothing left to run
       next = take_next();

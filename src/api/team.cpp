@@ -172,7 +172,10 @@ Request Team::run_nonblocking(std::function<void()> calls) {
 }
 
 Request Team::issue(std::function<void()> call) {
-  if (!state_->worker) state_->worker = std::make_unique<ProgressWorker>();
+  if (!state_->worker) {
+    state_->worker = std::make_unique<ProgressWorker>(
+        state_->ranks_share_cpus ? kWorkerGraceWhereCpusShared : std::chrono::microseconds{});
+  }
   return Request(state_->worker->start(std::move(call)));
 }
 

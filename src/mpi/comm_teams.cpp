@@ -243,15 +243,17 @@ void settle(CachedTeam& cached, Proposal& proposal) {
 // team cap reached) or for good (a member could not join, node by node is off). One
 // PMPI_Allreduce decides it all: every member is willing (the cap counts this process's teams,
 // which differ by rank), which team each kept, the most blocking calls any member made through PMPI
-// on these ranks' communicators while they warmed up (TeamPool::warm_up_calls), and whether any
-// member turned node by node off.
+// on these ranks' communicators while they warmed up (TeamPool::warm_up_calls), whether any
+// member turned node by node off, and whether every member runs nonblocking calls node by node.
 void agree(MPI_Comm comm, CachedTeam& cached, Proposal& proposal) {
   const auto kept = static_cast<std::int64_t>(proposal.kept_id);
-  const bool node_by_node = detail::mpi_layer_settings().node_by_node;
-  const std::int64_t proposed[5] = {proposal.place ? 0 : 1, kept, -kept, proposal.warm_up_calls,
-                                    node_by_node ? 0 : 1};
-  std::int64_t agreed[5] = {};
-  PMPI_Allreduce(proposed, agreed, 5, MPI_INT64_T, MPI_MAX, comm);
+  const auto& settings = detail::mpi_layer_settings();
+  const bool nonblocking = settings.nonblocking_across_nodes && mpi_thread_multiple();
+  const std::int64_t proposed[6] = {
+      proposal.place ? 0 : 1, kept, -kept, proposal.warm_up_calls, settings.node_by_node ? 0 : 1,
+      nonblocking ? 0 : 1};
+  std::int64_t agreed[6] = {};
+  PMPI_Allreduce(proposed, agreed, 6, MPI_INT64_T, MPI_MAX, comm);
   // A team's making is timed from here: the members are together (in MPI_Init, the agreement
   // also waits for the last process to start).
   const auto start = std::chrono::steady_clock::now();
@@ -301,7 +303,7 @@ void agree(MPI_Comm comm, CachedTeam& cached, Proposal& proposal) {
         cached.why_pmpi = PmpiReason::one_rank_per_node;
       } else {
         if (comm == MPI_COMM_WORLD) world_shares_cpus.store(machines_share_cpus(comm));
-        cached.spanning = std::make_unique<NodeHierarchy>(comm, node);
+        cached.spanning = std::make_unique<NodeHierarchy>(comm, node, agreed[5] == 0);
         node = MPI_COMM_NULL;  // the hierarchy owns it now
       }
     }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "api/team_state.hpp"
 #include "util/copy.hpp"
 
 namespace shmcoll::mpi {
@@ -42,12 +43,15 @@ MPI_Op between_nodes(MPI_Op op, const Reduction& reduction) {
   return op == MPI_SUM ? sum : prod;
 }
 
-NodeHierarchy::NodeHierarchy(MPI_Comm comm, MPI_Comm node) : node_(node) {
+NodeHierarchy::NodeHierarchy(MPI_Comm comm, MPI_Comm node, bool serves_nonblocking)
+    : node_(node), serves_nonblocking_(serves_nonblocking) {
   int size = 0, node_rank = 0;
   PMPI_Comm_rank(comm, &rank_);
   PMPI_Comm_size(comm, &size);
   PMPI_Comm_rank(node, &node_rank);
   PMPI_Comm_split(comm, node_rank == 0 ? 0 : MPI_UNDEFINED, rank_, &leaders_);
+  // A split, not a dup: a dup would run the program's attribute copy callbacks.
+  PMPI_Comm_split(comm, 0, rank_, &peers_);
   int node_index = 0;
   if (leader()) PMPI_Comm_rank(leaders_, &node_index);
   PMPI_Bcast(&node_index, 1, MPI_INT, 0, node);
@@ -79,6 +83,8 @@ NodeHierarchy::NodeHierarchy(MPI_Comm comm, MPI_Comm node) : node_(node) {
   }
   packed_at_.resize(size);
   received_at_.resize(size);
+  direct_out_at_.resize(size);
+  direct_in_at_.resize(size);
   node_at_.resize(nodes);
   node_bytes_.resize(nodes);
   member_at_.resize(members_[node_of_rank_[rank_]].size());
@@ -87,14 +93,22 @@ NodeHierarchy::NodeHierarchy(MPI_Comm comm, MPI_Comm node) : node_(node) {
     node_team_.emplace(join_node_team(node));
   } catch (...) {
     if (leader()) PMPI_Comm_free(&leaders_);
+    PMPI_Comm_free(&peers_);
     throw;
   }
 }
 
 NodeHierarchy::~NodeHierarchy() {
+  finish_issued();  // (a call pending when the program freed the communicator uses all of this)
   node_team_.reset();
   if (leader()) PMPI_Comm_free(&leaders_);
+  PMPI_Comm_free(&peers_);
   PMPI_Comm_free(&node_);
+}
+
+void NodeHierarchy::finish_issued() {
+  const auto& worker = detail::TeamAccess::state(*node_team_).worker;
+  if (worker) worker->drain();
 }
 
 const Datatype& NodeHierarchy::bytes_type() {

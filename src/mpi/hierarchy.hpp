@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <span>
 #include <vector>
@@ -22,9 +23,10 @@ MPI_Op between_nodes(MPI_Op op, const Reduction& reduction);
 
 class NodeHierarchy {
  public:
-  // Collective on `comm`; `node` holds this rank's node-mates in `comm`'s rank order. Throws
-  // shmcoll::Error when the node team cannot be joined (the caller then agrees on PMPI).
-  NodeHierarchy(MPI_Comm comm, MPI_Comm node);
+  // Collective on `comm`; `node` holds this rank's node-mates in `comm`'s rank order;
+  // `serves_nonblocking`, as every member agreed (run_nonblocking). Throws shmcoll::Error when the
+  // node team cannot be joined (the caller then agrees on PMPI).
+  NodeHierarchy(MPI_Comm comm, MPI_Comm node, bool serves_nonblocking);
   ~NodeHierarchy();
   NodeHierarchy(const NodeHierarchy&) = delete;
   NodeHierarchy& operator=(const NodeHierarchy&) = delete;
@@ -32,6 +34,17 @@ class NodeHierarchy {
   // Nodes hold contiguous, ascending rank ranges: a non-commutative op keeps its rank order when
   // reduced node by node.
   bool rank_ordered() const { return rank_ordered_; }
+
+  // A nonblocking call node by node: `call` (this hierarchy's blocking calls) issued to the node
+  // team's worker, which then calls the MPI for the leaders: only where every member agreed to
+  // (SHMCOLL_MPI_NONBLOCKING_ACROSS_NODES=1 at MPI_THREAD_MULTIPLE), as serves_nonblocking says.
+  bool serves_nonblocking() const { return serves_nonblocking_; }
+  Request run_nonblocking(std::function<void()> call) {
+    return node_team_->run_nonblocking(std::move(call));
+  }
+  // Runs to the end every call issued so far (on this thread where still queued): a blocking
+  // call's leaders' PMPI steps must come after theirs, in the same order on every leader.
+  void finish_issued();
 
   // Whether this node's team has ended (hierarchy calls then go to PMPI).
   bool ended() const { return node_team_->ended(); }
@@ -84,7 +97,9 @@ class NodeHierarchy {
                 std::int64_t recvcount, const Datatype& recvtype, int root);
   // Alltoall(v/w) (hierarchy_alltoall.cpp): every rank's blocks go to its leader, the leaders
   // exchange one run per pair of nodes (its sizes table first), and each leader hands its members
-  // the blocks addressed to them. Displacements as Team's: alltoallw's in bytes.
+  // the blocks addressed to them; a block for another node past kAlltoallThroughLeadersBlockMost
+  // goes straight to its rank instead (alltoall_blocks). Displacements as Team's: alltoallw's in
+  // bytes.
   void alltoall(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
                 void* recvbuf, std::int64_t recvcount, const Datatype& recvtype);
   void alltoallv(const void* sendbuf, std::span<const std::int64_t> sendcounts,
@@ -115,11 +130,28 @@ class NodeHierarchy {
   template <typename CountOf>
   void reduce_scatter_packed(const void* sendbuf, void* recvbuf, MPI_Datatype type, MPI_Op op,
                              const Reduction& reduction, CountOf count_of);
-  // Alltoall(v/w)'s body: my block for rank d has send_bytes(d) bytes, which pack(d, into)
-  // writes; rank s's block for me has recv_bytes(s), which unpack(s, from) reads. Every pack
+  // The leaders' way (alltoall_blocks): my block for rank d has send_bytes(d) bytes, which pack(d,
+  // into) writes; rank s's block for me has recv_bytes(s), which unpack(s, from) reads. Every pack
   // comes before any unpack (in place, the blocks leave the receive buffer first).
   template <typename SendBytes, typename Pack, typename RecvBytes, typename Unpack>
   void alltoall_packed(SendBytes send_bytes, Pack pack, RecvBytes recv_bytes, Unpack unpack);
+  // Alltoall(v/w)'s body, from each pair's block (send_block(d): my block for rank d;
+  // recv_block(s): rank s's block for me), one of two ways: every block through the leaders
+  // (alltoall_packed: one message per pair of nodes, which wins for small blocks), or direct:
+  // each block for another node straight to its rank (point-to-point on peers_, posted first) while
+  // node_own() moves the node's own through its team, so no leader carries its node's traffic.
+  struct DirectBlock {
+    const std::byte* at;
+    std::int64_t count;
+    const Datatype* type;
+    std::int64_t bytes() const { return count * static_cast<std::int64_t>(type->size()); }
+  };
+  enum class Ways { through_leaders, direct };
+  template <typename SendBlock, typename RecvBlock, typename NodeOwn>
+  void alltoall_blocks(Ways ways, bool in_place, SendBlock send_block, RecvBlock recv_block,
+                       NodeOwn node_own);
+  // One of four per-member arrays: node_own()'s counts and displacements.
+  std::span<std::int64_t> node_own_values(int which);
   // The leaders' part of it: from the gathered blocks and sizes, one run per destination node,
   // exchanged, then each member's blocks in source order into scratch 3; sets member_bytes_ and
   // member_at_ to them.
@@ -154,15 +186,18 @@ class NodeHierarchy {
   // The tag of the layer's point-to-point messages between a root and its node's leader, out of
   // the way of small application tags (on the node's own communicator anyway).
   static constexpr int kResultTag = 0x5c01;
+  static constexpr int kDirectTag = 0x5c02;  // alltoall_blocks' direct blocks, on peers_
   static constexpr std::int64_t kPieceBytes = std::int64_t{1} << 30;  // sized_send's pieces
 
   int rank_ = 0;
   MPI_Comm node_ = MPI_COMM_NULL;
   MPI_Comm leaders_ = MPI_COMM_NULL;  // MPI_COMM_NULL on non-leaders
+  MPI_Comm peers_ = MPI_COMM_NULL;    // the communicator's ranks, for the layer's point-to-point
   std::optional<Team> node_team_;
   std::vector<int> node_of_rank_;       // the node (its leader's rank in leaders_) of each rank
   std::vector<int> node_rank_of_rank_;  // each rank's rank inside its node
   bool rank_ordered_ = false;
+  bool serves_nonblocking_ = false;
   std::vector<std::vector<int>> members_;  // each node's ranks, in their order inside it
   std::vector<int> column_at_;  // where each node's ranks start in node order (nodes + 1 entries)
   std::vector<std::int64_t> run_at_, run_bytes_, incoming_at_, incoming_bytes_;  // per node
@@ -174,7 +209,12 @@ class NodeHierarchy {
   std::vector<std::int64_t> packed_at_;
   std::vector<int> node_at_, node_bytes_;
   std::vector<std::int64_t> member_at_, member_bytes_;
-  std::vector<std::byte> scratch_[6];
+  // alltoall_blocks' direct blocks: where each rank's packed copies lie, and their requests.
+  std::vector<std::int64_t> direct_out_at_, direct_in_at_;
+  std::vector<MPI_Request> direct_requests_;
+  std::vector<std::int64_t> node_own_values_;                        // node_own_values' arrays
+  std::vector<Datatype> node_own_send_types_, node_own_recv_types_;  // alltoallw's, per member
+  std::vector<std::byte> scratch_[8];
 };
 
 template <typename BytesOfRank>
@@ -210,14 +250,7 @@ inline bool fits_node_by_node(const Route& route, std::int64_t total) {
 // Node by node moves every byte that leaves a node through its leader. For alltoall, measured
 // across a real network hop (docs/clusters.md: 2 nodes x 2 ranks, Open MPI 4.1.4, OSU-style), that
 // loses to the MPI's own exchange from blocks of 16 KiB (0.41-0.81x) and wins up to 1 KiB
-// (1.06-1.57x): larger blocks go to the MPI. Every rank of an alltoall passes the same block size,
-// so all take the same path.
-inline constexpr std::size_t kAlltoallNodeByNodeBlockMost = 8 * 1024;
-inline constexpr std::size_t kAnyBlock = ~std::size_t{0};
-inline bool node_by_node_pays(const Route& route, std::size_t block, std::size_t block_most) {
-  if (!route.nodes || block <= block_most) return true;
-  note_pmpi_reason(PmpiReason::slower_across_nodes);
-  return false;
-}
+// (1.06-1.57x): larger blocks go straight to their ranks instead (alltoall_blocks).
+inline constexpr std::size_t kAlltoallThroughLeadersBlockMost = 8 * 1024;
 
 }  // namespace shmcoll::mpi

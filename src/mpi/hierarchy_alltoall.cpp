@@ -1,9 +1,11 @@
-// Alltoall(v/w) on a communicator spanning nodes (hierarchy.hpp). Each rank packs its blocks in
-// node order and gathers them, with a row of their sizes, to its leader; the leaders exchange one
-// run per pair of nodes (the sizes of the blocks in it, then the blocks, source member by source
-// member); each leader then lays out every member's incoming blocks in source order and scatters
-// them. Only leaders know the sizes that cross their node, so no rank computes a count it does
-// not know.
+// Alltoall(v/w) on a communicator spanning nodes (hierarchy.hpp), one of two ways. Through the
+// leaders (small alltoall blocks): each rank packs its blocks in node order and gathers them, with
+// a row of their sizes, to its leader; the leaders exchange one run per pair of nodes (the sizes
+// of the blocks in it, then the blocks, source member by source member); each leader then lays out
+// every member's incoming blocks in source order and scatters them. Only leaders know the sizes
+// that cross their node, so no rank computes a count it does not know. Direct (large alltoall
+// blocks, alltoallv, alltoallw): each block for another node goes straight to its rank, the
+// node's own through its team.
 #include <algorithm>
 #include <cstring>
 
@@ -165,24 +167,120 @@ void NodeHierarchy::alltoall_packed(SendBytes send_bytes, Pack pack, RecvBytes r
   for (int source = 0; source < ranks; ++source) unpack(source, received + received_at_[source]);
 }
 
+template <typename SendBlock, typename RecvBlock, typename NodeOwn>
+void NodeHierarchy::alltoall_blocks(Ways ways, bool in_place, SendBlock send_block,
+                                    RecvBlock recv_block, NodeOwn node_own) {
+  if (ways == Ways::through_leaders) {
+    return alltoall_packed([&](int d) { return send_block(d).bytes(); },
+                           [&](int d, std::byte* into) {
+                             const DirectBlock out = send_block(d);
+                             out.type->pack(out.at, out.count, into);
+                           },
+                           [&](int s) { return recv_block(s).bytes(); },
+                           [&](int s, const std::byte* packed) {
+                             const DirectBlock in = recv_block(s);
+                             in.type->unpack(packed, in.count, const_cast<std::byte*>(in.at));
+                           });
+  }
+  // Direct: the blocks for other nodes, posted first. Blocks that are not one run go through
+  // packed copies; in place, each leaves the receive buffer before any incoming one can land
+  // there.
+  const auto remote = [&](int r) { return node_of_rank_[r] != node(); };
+  const auto packed_out = [&](const DirectBlock& out) {
+    return in_place || !out.type->is_contiguous();
+  };
+  std::int64_t out_bytes = 0, in_bytes = 0;
+  for (int r = 0; r < size(); ++r) {
+    const DirectBlock out = send_block(r), in = recv_block(r);
+    direct_out_at_[r] = out_bytes;
+    if (remote(r) && packed_out(out)) out_bytes += out.bytes();
+    direct_in_at_[r] = in_bytes;
+    if (remote(r) && !in.type->is_contiguous()) in_bytes += in.bytes();
+  }
+  auto* outgoing = static_cast<std::byte*>(scratch(6, static_cast<std::size_t>(out_bytes)));
+  auto* incoming = static_cast<std::byte*>(scratch(7, static_cast<std::size_t>(in_bytes)));
+  for (int r = 0; r < size(); ++r) {
+    const DirectBlock out = send_block(r);
+    if (remote(r) && packed_out(out)) {
+      out.type->pack(out.at, out.count, outgoing + direct_out_at_[r]);
+    }
+  }
+  direct_requests_.clear();
+  const auto in_pieces = [&](const std::byte* data, std::int64_t bytes, auto&& post) {
+    for (std::int64_t done = 0; done < bytes; done += kPieceBytes) {
+      direct_requests_.emplace_back();
+      post(const_cast<std::byte*>(data) + done,
+           static_cast<int>(std::min<std::int64_t>(bytes - done, kPieceBytes)),
+           &direct_requests_.back());
+    }
+  };
+  for (int r = 0; r < size(); ++r) {
+    if (!remote(r)) continue;
+    const DirectBlock in = recv_block(r);
+    const std::byte* at =
+        in.type->is_contiguous() ? in.at + in.type->lb() : incoming + direct_in_at_[r];
+    in_pieces(at, in.bytes(), [&](std::byte* piece, int bytes, MPI_Request* request) {
+      PMPI_Irecv(piece, bytes, MPI_BYTE, r, kDirectTag, peers_, request);
+    });
+  }
+  for (int r = 0; r < size(); ++r) {
+    if (!remote(r)) continue;
+    const DirectBlock out = send_block(r);
+    const std::byte* at = packed_out(out) ? outgoing + direct_out_at_[r] : out.at + out.type->lb();
+    in_pieces(at, out.bytes(), [&](std::byte* piece, int bytes, MPI_Request* request) {
+      PMPI_Isend(piece, bytes, MPI_BYTE, r, kDirectTag, peers_, request);
+    });
+  }
+  // The node's own blocks through its team, the network's meanwhile (the team's waits keep the
+  // MPI progressing: the idle hook).
+  node_own();
+  PMPI_Waitall(static_cast<int>(direct_requests_.size()), direct_requests_.data(),
+               MPI_STATUSES_IGNORE);
+  for (int r = 0; r < size(); ++r) {
+    const DirectBlock in = recv_block(r);
+    if (remote(r) && !in.type->is_contiguous()) {
+      in.type->unpack(incoming + direct_in_at_[r], in.count, const_cast<std::byte*>(in.at));
+    }
+  }
+}
+
+std::span<std::int64_t> NodeHierarchy::node_own_values(int which) {
+  const auto here = members_[node()].size();
+  node_own_values_.resize(4 * here);
+  return {node_own_values_.data() + which * here, here};
+}
+
 void NodeHierarchy::alltoall(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
                              void* recvbuf, std::int64_t recvcount, const Datatype& recvtype) {
   const bool in_place = sendbuf == shmcoll::in_place;
   const auto* from = static_cast<const std::byte*>(in_place ? recvbuf : sendbuf);
   const Datatype& from_type = in_place ? recvtype : sendtype;
   const std::int64_t from_count = in_place ? recvcount : sendcount;
-  auto* to = static_cast<std::byte*>(recvbuf);
-  const auto block_bytes = from_count * static_cast<std::int64_t>(from_type.size());
-  alltoall_packed([&](int) { return block_bytes; },
-                  [&](int d, std::byte* into) {
-                    from_type.pack_range(from + d * from_count * from_type.extent(), from_count, 0,
-                                         static_cast<std::size_t>(block_bytes), into);
-                  },
-                  [&](int) { return recvcount * static_cast<std::int64_t>(recvtype.size()); },
-                  [&](int s, const std::byte* packed) {
-                    recvtype.unpack_range(packed, recvcount, 0, recvcount * recvtype.size(),
-                                          to + s * recvcount * recvtype.extent());
-                  });
+  const auto* to = static_cast<const std::byte*>(recvbuf);
+  // Every rank's block has the same size: all take the same ways.
+  const bool large =
+      static_cast<std::size_t>(recvcount) * recvtype.size() > kAlltoallThroughLeadersBlockMost;
+  const auto& mine = members_[node()];
+  const auto send_counts = node_own_values(0), send_displs = node_own_values(1),
+             recv_counts = node_own_values(2), recv_displs = node_own_values(3);
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    send_counts[i] = from_count;
+    send_displs[i] = mine[i] * from_count;
+    recv_counts[i] = recvcount;
+    recv_displs[i] = mine[i] * recvcount;
+  }
+  alltoall_blocks(
+      large ? Ways::direct : Ways::through_leaders, in_place,
+      [&](int d) {
+        return DirectBlock{from + d * from_count * from_type.extent(), from_count, &from_type};
+      },
+      [&](int s) {
+        return DirectBlock{to + s * recvcount * recvtype.extent(), recvcount, &recvtype};
+      },
+      [&] {
+        node_team_->alltoallv(sendbuf, send_counts, send_displs, sendtype, recvbuf, recv_counts,
+                              recv_displs, recvtype);
+      });
 }
 
 void NodeHierarchy::alltoallv(const void* sendbuf, std::span<const std::int64_t> sendcounts,
@@ -194,17 +292,29 @@ void NodeHierarchy::alltoallv(const void* sendbuf, std::span<const std::int64_t>
   const Datatype& from_type = in_place ? recvtype : sendtype;
   const auto from_counts = in_place ? recvcounts : sendcounts;
   const auto from_displs = in_place ? rdispls : sdispls;
-  auto* to = static_cast<std::byte*>(recvbuf);
-  alltoall_packed(
-      [&](int d) { return from_counts[d] * static_cast<std::int64_t>(from_type.size()); },
-      [&](int d, std::byte* into) {
-        from_type.pack_range(from + from_displs[d] * from_type.extent(), from_counts[d], 0,
-                             from_counts[d] * from_type.size(), into);
+  const auto* to = static_cast<const std::byte*>(recvbuf);
+  const auto& mine = members_[node()];
+  const auto send_counts = node_own_values(0), send_displs = node_own_values(1),
+             recv_counts = node_own_values(2), recv_displs = node_own_values(3);
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    send_counts[i] = from_counts[mine[i]];
+    send_displs[i] = from_displs[mine[i]];
+    recv_counts[i] = recvcounts[mine[i]];
+    recv_displs[i] = rdispls[mine[i]];
+  }
+  // No rank knows every block's size, so none can choose the leaders' way for small ones; direct
+  // loses little there (docs/clusters.md) and never funnels large ones through a leader.
+  alltoall_blocks(
+      Ways::direct, in_place,
+      [&](int d) {
+        return DirectBlock{from + from_displs[d] * from_type.extent(), from_counts[d], &from_type};
       },
-      [&](int s) { return recvcounts[s] * static_cast<std::int64_t>(recvtype.size()); },
-      [&](int s, const std::byte* packed) {
-        recvtype.unpack_range(packed, recvcounts[s], 0, recvcounts[s] * recvtype.size(),
-                              to + rdispls[s] * recvtype.extent());
+      [&](int s) {
+        return DirectBlock{to + rdispls[s] * recvtype.extent(), recvcounts[s], &recvtype};
+      },
+      [&] {
+        node_team_->alltoallv(sendbuf, send_counts, send_displs, sendtype, recvbuf, recv_counts,
+                              recv_displs, recvtype);
       });
 }
 
@@ -219,17 +329,32 @@ void NodeHierarchy::alltoallw(const void* sendbuf, std::span<const std::int64_t>
   const auto from_types = in_place ? recvtypes : sendtypes;
   const auto from_counts = in_place ? recvcounts : sendcounts;
   const auto from_displs = in_place ? rdispls : sdispls;
-  auto* to = static_cast<std::byte*>(recvbuf);
-  alltoall_packed(
-      [&](int d) { return from_counts[d] * static_cast<std::int64_t>(from_types[d].size()); },
-      [&](int d, std::byte* into) {
-        from_types[d].pack_range(from + from_displs[d], from_counts[d], 0,
-                                 from_counts[d] * from_types[d].size(), into);
+  const auto* to = static_cast<const std::byte*>(recvbuf);
+  const auto& mine = members_[node()];
+  const auto send_counts = node_own_values(0), send_displs = node_own_values(1),
+             recv_counts = node_own_values(2), recv_displs = node_own_values(3);
+  node_own_send_types_.clear();
+  node_own_recv_types_.clear();
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    send_counts[i] = from_counts[mine[i]];
+    send_displs[i] = from_displs[mine[i]];
+    recv_counts[i] = recvcounts[mine[i]];
+    recv_displs[i] = rdispls[mine[i]];
+    node_own_send_types_.push_back(from_types[mine[i]]);
+    node_own_recv_types_.push_back(recvtypes[mine[i]]);
+  }
+  // (Displacements in bytes, as MPI has them for alltoallw.) Direct, as alltoallv.
+  alltoall_blocks(
+      Ways::direct, in_place,
+      [&](int d) {
+        return DirectBlock{from + from_displs[d], from_counts[d], &from_types[d]};
       },
-      [&](int s) { return recvcounts[s] * static_cast<std::int64_t>(recvtypes[s].size()); },
-      [&](int s, const std::byte* packed) {
-        recvtypes[s].unpack_range(packed, recvcounts[s], 0, recvcounts[s] * recvtypes[s].size(),
-                                  to + rdispls[s]);
+      [&](int s) {
+        return DirectBlock{to + rdispls[s], recvcounts[s], &recvtypes[s]};
+      },
+      [&] {
+        node_team_->alltoallw(sendbuf, send_counts, send_displs, node_own_send_types_, recvbuf,
+                              recv_counts, recv_displs, node_own_recv_types_);
       });
 }
 

@@ -77,6 +77,8 @@ void agree_world_team();
 // SHMCOLL_MPI_DISABLE=1: every call is a plain PMPI call (noted as the call's reason).
 bool layer_disabled();
 void set_thread_level(int provided);
+// Whether the MPI provides MPI_THREAD_MULTIPLE: any thread, the layer's workers too, may call it.
+bool mpi_thread_multiple();
 
 // MPI_THREAD_MULTIPLE lets threads call collectives on different communicators at once (on one
 // communicator the standard makes it erroneous, so what a communicator holds is touched by one
@@ -108,6 +110,10 @@ void start_layer();
 void refuse_the_wrong_mpi();
 void finalize_layer();
 
+// Whether a handle is the MPI's own (never freed) rather than the program's: named types, and
+// the predefined ops the layer reduces with.
+bool is_predefined_type(MPI_Datatype type);
+bool is_predefined_op(MPI_Op op);
 // Predefined MPI element types as shmcoll ones; nullopt: not an element type shmcoll reduces.
 std::optional<Dtype> dtype_of(MPI_Datatype type);
 // Any MPI datatype as a shmcoll Datatype: predefined ones, and derived ones decoded once with
@@ -189,9 +195,10 @@ enum class PmpiReason : unsigned char {
   too_large_for_nodes,  // node by node, blocks past MPI's int counts
   node_by_node_off,     // SHMCOLL_MPI_NODE_BY_NODE=0 on a member, and the communicator spans nodes
   one_rank_per_node,    // spans nodes with one rank on each: nothing to share inside a node
-  slower_across_nodes,  // node by node loses to the MPI at this size (node_by_node_pays)
   order_across_nodes,   // a non-commutative op over nodes that do not hold rank ranges in order
-  nonblocking_across_nodes,  // node by node runs blocking calls only
+  nonblocking_across_nodes,  // not agreed (NodeHierarchy::serves_nonblocking)
+  persistent_across_nodes,   // persistent requests restart on a team, never node by node
+  handle_across_nodes,       // nonblocking node by node with a derived type or user op
   datatype_unknown,          // a datatype that could be neither decoded nor probed
   op_refused,                // the MPI itself refuses the op on the datatype (it reports the error)
   derived_type,     // a predefined op on a derived datatype that the MPI accepts (not served)

@@ -26,8 +26,15 @@ struct RunNow {
   static T keep(T value) {
     return value;
   }
+  static bool handles_outlive_call(const Route&, MPI_Datatype, MPI_Op = MPI_OP_NULL) {
+    return true;
+  }
   template <typename Call>
-  static int serve(const Route&, MPI_Comm comm, CallTimer& timer, std::size_t bytes, Call&& call) {
+  static int serve(const Route& route, MPI_Comm comm, CallTimer& timer, std::size_t bytes,
+                   Call&& call) {
+    // The leaders' MPI steps of nonblocking calls issued before this one come first, in the order
+    // every leader issued them.
+    if (route.nodes) route.nodes->finish_issued();
     return through_shmcoll(comm, timer, bytes, std::forward<Call>(call));
   }
 };
@@ -39,13 +46,29 @@ class RunLater {
   // MPI_Bcast_init and the others: issued at every MPI_Start of `request`.
   static RunLater persistent(MPI_Request* request) { return {Kind::persistent, request}; }
 
-  // The communicator's team, as it is (a call that must not block never makes the members
-  // agree), never node by node (the leaders' PMPI calls would have to run on the worker thread).
-  static Route route(MPI_Comm comm) {
+  // The communicator's route, as it is (a call that must not block never makes the members
+  // agree). Node by node only for a nonblocking call where the members agreed to
+  // (NodeHierarchy::serves_nonblocking: MPI_THREAD_MULTIPLE and the setting): the call runs on
+  // the node team's worker, leaders' PMPI steps included, so it progresses whatever its rank does
+  // meanwhile (a blocking receive, say), as the MPI's own would. A persistent request restarts
+  // on a team (restart_on), never node by node.
+  Route route(MPI_Comm comm) const {
     const Route route = route_without_agreeing(comm);
     if (!route.nodes) return route;
-    note_pmpi_reason(PmpiReason::nonblocking_across_nodes);
+    if (kind_ == Kind::nonblocking && route.nodes->serves_nonblocking()) return route;
+    note_pmpi_reason(kind_ == Kind::nonblocking ? PmpiReason::nonblocking_across_nodes
+                                                : PmpiReason::persistent_across_nodes);
     return {};
+  }
+  // Node by node, the leaders pass `type` and `op` to the MPI when the worker runs the call,
+  // which may be after the program freed them (as it may, once the call is issued): only
+  // predefined ones, which live as long as the MPI does.
+  static bool handles_outlive_call(const Route& route, MPI_Datatype type, MPI_Op op = MPI_OP_NULL) {
+    if (!route.nodes || (is_predefined_type(type) && (op == MPI_OP_NULL || is_predefined_op(op)))) {
+      return true;
+    }
+    note_pmpi_reason(PmpiReason::handle_across_nodes);
+    return false;
   }
   static std::vector<std::int64_t> keep(std::span<const std::int64_t> values) {
     return {values.begin(), values.end()};
@@ -63,7 +86,10 @@ class RunLater {
             Call call) const {
     try {
       if (kind_ == Kind::nonblocking) {
-        start_nonblocking(comm, route.team->run_nonblocking(std::move(call)), request_);
+        start_nonblocking(comm,
+                          route.team ? route.team->run_nonblocking(std::move(call))
+                                     : route.nodes->run_nonblocking(std::move(call)),
+                          request_);
       } else {
         make_persistent(comm, restart_on(shared_team(comm), std::move(call)), request_);
       }

@@ -44,10 +44,9 @@ using NodeBlockPerRank = void (NodeHierarchy::*)(const void*, std::int64_t, cons
                                                  std::int64_t, const Datatype&);
 template <typename Mode>
 std::optional<int> block_per_rank(const Mode& mode, BlockPerRank on_team, NodeBlockPerRank on_nodes,
-                                  std::size_t node_block_most, const char* name, CallTimer& timer,
-                                  const void* sendbuf, std::int64_t sendcount,
-                                  MPI_Datatype sendtype, void* recvbuf, std::int64_t recvcount,
-                                  MPI_Datatype recvtype, MPI_Comm comm) {
+                                  const char* name, CallTimer& timer, const void* sendbuf,
+                                  std::int64_t sendcount, MPI_Datatype sendtype, void* recvbuf,
+                                  std::int64_t recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   const Route route = mode.route(comm);
   if (route.size() == 0) return std::nullopt;
   const auto send_type = mode.keep(type_if(sendbuf != MPI_IN_PLACE, sendtype));
@@ -59,7 +58,6 @@ std::optional<int> block_per_rank(const Mode& mode, BlockPerRank on_team, NodeBl
   const std::size_t block = bytes_of(recvcount, *recv_type);
   const std::size_t bytes = block * route.size();
   if (!fits_node_by_node(route, static_cast<std::int64_t>(bytes))) return std::nullopt;
-  if (!node_by_node_pays(route, block, node_block_most)) return std::nullopt;
   return mode.serve(route, comm, timer, bytes, [=] {
     run_on(route, on_team, on_nodes, send_of(sendbuf), sendcount, *send_type, recvbuf, recvcount,
            *recv_type);
@@ -278,12 +276,12 @@ inline constexpr auto alltoallv_call = [](const auto& mode, CallTimer& timer, au
   return alltoallv_on(mode, timer, arguments...);
 };
 inline constexpr auto allgather_call = [](const auto& mode, CallTimer& timer, auto... arguments) {
-  return block_per_rank(mode, &Team::allgather, &NodeHierarchy::allgather, kAnyBlock,
-                        "MPI_Allgather", timer, arguments...);
+  return block_per_rank(mode, &Team::allgather, &NodeHierarchy::allgather, "MPI_Allgather", timer,
+                        arguments...);
 };
 inline constexpr auto alltoall_call = [](const auto& mode, CallTimer& timer, auto... arguments) {
-  return block_per_rank(mode, &Team::alltoall, &NodeHierarchy::alltoall,
-                        kAlltoallNodeByNodeBlockMost, "MPI_Alltoall", timer, arguments...);
+  return block_per_rank(mode, &Team::alltoall, &NodeHierarchy::alltoall, "MPI_Alltoall", timer,
+                        arguments...);
 };
 
 }  // namespace shmcoll::mpi::movement

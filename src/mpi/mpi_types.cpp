@@ -135,17 +135,23 @@ std::optional<Dtype> dtype_of(MPI_Datatype type) {
   return look_up(predefined_types(), type);
 }
 
+bool is_predefined_type(MPI_Datatype type) {
+  int integers = 0, addresses = 0, types = 0, combiner = MPI_UNDEFINED;
+  PMPI_Type_get_envelope(type, &integers, &addresses, &types, &combiner);
+  return combiner == MPI_COMBINER_NAMED;
+}
+
 namespace {
+
+const std::pair<MPI_Op, Op::Kind> kPredefinedOps[] = {
+    {MPI_SUM, Op::sum},   {MPI_PROD, Op::prod}, {MPI_MIN, Op::min},       {MPI_MAX, Op::max},
+    {MPI_LAND, Op::land}, {MPI_LOR, Op::lor},   {MPI_LXOR, Op::lxor},     {MPI_BAND, Op::band},
+    {MPI_BOR, Op::bor},   {MPI_BXOR, Op::bxor}, {MPI_MAXLOC, Op::maxloc}, {MPI_MINLOC, Op::minloc},
+};
 
 // `type` is the call's MPI type, `dtype` its element type.
 std::optional<Op> op_of(MPI_Op op, MPI_Datatype type, Dtype dtype) {
-  static const std::pair<MPI_Op, Op::Kind> predefined[] = {
-      {MPI_SUM, Op::sum},   {MPI_PROD, Op::prod},     {MPI_MIN, Op::min},
-      {MPI_MAX, Op::max},   {MPI_LAND, Op::land},     {MPI_LOR, Op::lor},
-      {MPI_LXOR, Op::lxor}, {MPI_BAND, Op::band},     {MPI_BOR, Op::bor},
-      {MPI_BXOR, Op::bxor}, {MPI_MAXLOC, Op::maxloc}, {MPI_MINLOC, Op::minloc},
-  };
-  for (const auto& [handle, kind] : predefined) {
+  for (const auto& [handle, kind] : kPredefinedOps) {
     // An op MPI does not define on the type goes to PMPI, which reports it in MPI's words.
     if (handle == op) {
       return op_defined_on(Op(kind), dtype) ? std::optional<Op>(kind) : std::nullopt;
@@ -307,6 +313,13 @@ struct LastReduction {
 thread_local LastReduction last_reduction;
 
 }  // namespace
+
+bool is_predefined_op(MPI_Op op) {
+  for (const auto& entry : kPredefinedOps) {
+    if (entry.first == op) return true;
+  }
+  return false;
+}
 
 std::optional<Reduction> reduction_of(MPI_Datatype type, MPI_Op op) {
   const std::uint64_t forgotten = forgotten_handles();

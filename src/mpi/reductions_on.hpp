@@ -42,6 +42,7 @@ std::optional<int> prefix_on(const Mode& mode, Prefix on_team, NodePrefix on_nod
     note_pmpi_reason(PmpiReason::order_across_nodes);
     return std::nullopt;
   }
+  if (!mode.handles_outlive_call(route, type, op)) return std::nullopt;
   Arguments arguments("a prefix reduction", route.size());
   if (!arguments.count("count", count).valid()) return arguments.raise(comm, timer);
   return mode.serve(route, comm, timer, reduction->bytes(count), [=] {
@@ -71,7 +72,9 @@ template <typename Mode>
 std::optional<int> bcast_on(const Mode& mode, CallTimer& timer, void* buffer, std::int64_t count,
                             MPI_Datatype type, int root, MPI_Comm comm) {
   const Route route = mode.route(comm);
-  if (!fits_node_by_node(route, count)) return std::nullopt;
+  if (!fits_node_by_node(route, count) || !mode.handles_outlive_call(route, type)) {
+    return std::nullopt;
+  }
   const auto shm_type = mode.keep(route.size() > 0 ? datatype_of(type) : nullptr);
   if (!shm_type) return std::nullopt;
   Arguments arguments("MPI_Bcast", route.size());
@@ -93,6 +96,7 @@ std::optional<int> reduce_on(const Mode& mode, CallTimer& timer, const void* sen
   if (!fits_node_by_node(route, count)) return std::nullopt;
   const auto reduction = route.size() > 0 ? reduction_of(type, op) : std::nullopt;
   if (!reduction || !serves_across_nodes(route, *reduction)) return std::nullopt;
+  if (!mode.handles_outlive_call(route, type, op)) return std::nullopt;
   Arguments arguments("MPI_Reduce", route.size());
   if (!arguments.root(root).count("count", count).valid()) return arguments.raise(comm, timer);
   // recvbuf is significant only at the root; elsewhere it may be anything.
@@ -114,6 +118,7 @@ std::optional<int> allreduce_on(const Mode& mode, CallTimer& timer, const void* 
   if (!fits_node_by_node(route, count)) return std::nullopt;
   const auto reduction = route.size() > 0 ? reduction_of(type, op) : std::nullopt;
   if (!reduction || !serves_across_nodes(route, *reduction)) return std::nullopt;
+  if (!mode.handles_outlive_call(route, type, op)) return std::nullopt;
   Arguments arguments("MPI_Allreduce", route.size());
   if (!arguments.count("count", count).valid()) return arguments.raise(comm, timer);
   return mode.serve(route, comm, timer, reduction->bytes(count), [=] {
@@ -132,6 +137,7 @@ std::optional<int> reduce_scatter_on(const Mode& mode, CallTimer& timer, const v
   const Route route = mode.route(comm);
   const auto reduction = route.size() > 0 ? reduction_of(type, op) : std::nullopt;
   if (!reduction || !serves_across_nodes(route, *reduction)) return std::nullopt;
+  if (!mode.handles_outlive_call(route, type, op)) return std::nullopt;
   Arguments arguments("MPI_Reduce_scatter", route.size());
   if (!arguments.counts("recvcounts", recvcounts).valid()) return arguments.raise(comm, timer);
   const auto counts = mode.keep(widen(recvcounts, route.size(), 0));
@@ -156,6 +162,7 @@ std::optional<int> reduce_scatter_block_on(const Mode& mode, CallTimer& timer, c
   const Route route = mode.route(comm);
   const auto reduction = route.size() > 0 ? reduction_of(type, op) : std::nullopt;
   if (!reduction || !serves_across_nodes(route, *reduction)) return std::nullopt;
+  if (!mode.handles_outlive_call(route, type, op)) return std::nullopt;
   Arguments arguments("MPI_Reduce_scatter_block", route.size());
   if (!arguments.count("recvcount", recvcount).valid()) return arguments.raise(comm, timer);
   if (!fits_node_by_node(route, recvcount * route.size())) return std::nullopt;

@@ -46,14 +46,18 @@ const char* reason_text(PmpiReason reason) {
       return "the communicator spans nodes and node by node is off (SHMCOLL_MPI_NODE_BY_NODE=0)";
     case PmpiReason::one_rank_per_node:
       return "the communicator spans nodes with one rank on each (nothing to share in a node)";
-    case PmpiReason::slower_across_nodes:
-      return "node by node is slower than the MPI at this size (docs/clusters.md)";
     case PmpiReason::too_large_for_nodes:
       return "node by node, the blocks together pass 2 GiB (MPI's int counts)";
     case PmpiReason::order_across_nodes:
       return "a non-commutative op across nodes that do not hold their ranks in order";
     case PmpiReason::nonblocking_across_nodes:
-      return "a nonblocking or persistent call on a communicator spanning nodes";
+      return "a nonblocking call spanning nodes (node by node needs "
+             "SHMCOLL_MPI_NONBLOCKING_ACROSS_NODES=1 and MPI_THREAD_MULTIPLE)";
+    case PmpiReason::persistent_across_nodes:
+      return "a persistent call on a communicator spanning nodes";
+    case PmpiReason::handle_across_nodes:
+      return "a nonblocking call spanning nodes on a derived datatype or user op (freed before "
+             "its leaders' MPI step may run)";
     case PmpiReason::datatype_unknown:
       return "a datatype the layer could not decode";
     case PmpiReason::op_refused:

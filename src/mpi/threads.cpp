@@ -19,6 +19,10 @@ void set_thread_level(int provided) {
   threads_call_at_once = provided == MPI_THREAD_MULTIPLE;
 }
 
+bool mpi_thread_multiple() {
+  return threads_call_at_once;
+}
+
 SharedTables::SharedTables() : held_(threads_call_at_once) {
   if (held_) tables_mutex.lock();
 }

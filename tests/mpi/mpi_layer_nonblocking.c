@@ -309,7 +309,19 @@ static void outlives_its_communicator(void) {
 }
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  // SHMCOLL_TEST_THREAD_MULTIPLE=1: at that level the layer serves nonblocking calls on
+  // communicators spanning nodes too (node by node, on the node team's worker).
+  const char* multiple = getenv("SHMCOLL_TEST_THREAD_MULTIPLE");
+  if (multiple && strcmp(multiple, "1") == 0) {
+    int provided = MPI_THREAD_SINGLE;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    if (provided != MPI_THREAD_MULTIPLE) {
+      fprintf(stderr, "the MPI does not provide MPI_THREAD_MULTIPLE\n");
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+  } else {
+    MPI_Init(&argc, &argv);
+  }
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   // A blocking call first: the members agree on the communicator's team there (a nonblocking
