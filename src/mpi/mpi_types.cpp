@@ -136,6 +136,7 @@ std::optional<Dtype> dtype_of(MPI_Datatype type) {
 }
 
 bool is_predefined_type(MPI_Datatype type) {
+  if (type == MPI_DATATYPE_NULL) return false;  // (the MPI reports it, where the call goes)
   int integers = 0, addresses = 0, types = 0, combiner = MPI_UNDEFINED;
   PMPI_Type_get_envelope(type, &integers, &addresses, &types, &combiner);
   return combiner == MPI_COMBINER_NAMED;

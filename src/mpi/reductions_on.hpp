@@ -72,11 +72,10 @@ template <typename Mode>
 std::optional<int> bcast_on(const Mode& mode, CallTimer& timer, void* buffer, std::int64_t count,
                             MPI_Datatype type, int root, MPI_Comm comm) {
   const Route route = mode.route(comm);
-  if (!fits_node_by_node(route, count) || !mode.handles_outlive_call(route, type)) {
-    return std::nullopt;
-  }
+  if (!fits_node_by_node(route, count)) return std::nullopt;
   const auto shm_type = mode.keep(route.size() > 0 ? datatype_of(type) : nullptr);
-  if (!shm_type) return std::nullopt;
+  // (A type the layer could not map goes to the MPI before the handle is asked anything.)
+  if (!shm_type || !mode.handles_outlive_call(route, type)) return std::nullopt;
   Arguments arguments("MPI_Bcast", route.size());
   if (!arguments.root(root).count("count", count).valid()) return arguments.raise(comm, timer);
   return mode.serve(route, comm, timer, bytes_of(count, *shm_type), [=] {
