@@ -32,8 +32,12 @@ for trial in $(seq 1 "$trials"); do
   done
   on_every_node pgrep -a -f "^$program dup" > "$work/ranks$trial" || true
   sleep "0.$((trial * 37 % 10))"
-  "$dir/on" "$name-n1" pkill -KILL -n -f "^$program dup" ||
-    { cat "$work/ranks$trial" "$work/run$trial"; echo "FAIL: trial $trial: no rank on node 1 to kill"; exit 1; }
+  if ! "$dir/on" "$name-n1" pkill -KILL -n -f "^$program dup"; then
+    wait "$launcher" || true  # (bounded by SHMCOLL_CLUSTER_TIMEOUT: its whole output, then)
+    cat "$work/ranks$trial" "$work/run$trial"
+    echo "FAIL: trial $trial: no rank on node 1 to kill"
+    exit 1
+  fi
   start=$SECONDS
   wait "$launcher" || true
   took=$((SECONDS - start))
