@@ -83,8 +83,6 @@ NodeHierarchy::NodeHierarchy(MPI_Comm comm, MPI_Comm node, bool serves_nonblocki
   }
   packed_at_.resize(size);
   received_at_.resize(size);
-  direct_out_at_.resize(size);
-  direct_in_at_.resize(size);
   node_at_.resize(nodes);
   node_bytes_.resize(nodes);
   member_at_.resize(members_[node_of_rank_[rank_]].size());

@@ -150,6 +150,10 @@ class NodeHierarchy {
   template <typename SendBlock, typename RecvBlock, typename NodeOwn>
   void alltoall_blocks(Ways ways, bool in_place, SendBlock send_block, RecvBlock recv_block,
                        NodeOwn node_own);
+  // Posts `bytes` from `data` as messages within MPI's int counts (post(piece, bytes, request)),
+  // their requests appended to requests_; an empty message posts nothing.
+  template <typename Post>
+  void post_in_pieces(const std::byte* data, std::int64_t bytes, Post post);
   // One of four per-member arrays: node_own()'s counts and displacements.
   std::span<std::int64_t> node_own_values(int which);
   // The leaders' part of it: from the gathered blocks and sizes, one run per destination node,
@@ -202,19 +206,18 @@ class NodeHierarchy {
   std::vector<int> column_at_;  // where each node's ranks start in node order (nodes + 1 entries)
   std::vector<std::int64_t> run_at_, run_bytes_, incoming_at_, incoming_bytes_;  // per node
   std::vector<MPI_Request> requests_;
-  std::vector<std::int64_t> received_at_;  // alltoall: where each source's block arrives (per rank)
-  std::vector<std::int64_t> cursor_;       // alltoall: the leader's fill point per member
+  // alltoall: where each source's block arrives (per rank); on the direct way, where each rank's
+  // packed block lies (packed_at_ then holds where my packed block for it lies).
+  std::vector<std::int64_t> received_at_;
+  std::vector<std::int64_t> cursor_;  // alltoall: the leader's fill point per member
   // One call's packed layout (lay_out): where each rank's block and each node's blocks start
   // (int, as PMPI takes them), and my node's members' blocks relative to its start.
   std::vector<std::int64_t> packed_at_;
   std::vector<int> node_at_, node_bytes_;
   std::vector<std::int64_t> member_at_, member_bytes_;
-  // alltoall_blocks' direct blocks: where each rank's packed copies lie, and their requests.
-  std::vector<std::int64_t> direct_out_at_, direct_in_at_;
-  std::vector<MPI_Request> direct_requests_;
   std::vector<std::int64_t> node_own_values_;                        // node_own_values' arrays
   std::vector<Datatype> node_own_send_types_, node_own_recv_types_;  // alltoallw's, per member
-  std::vector<std::byte> scratch_[8];
+  std::vector<std::byte> scratch_[6];
 };
 
 template <typename BytesOfRank>

@@ -14,6 +14,15 @@
 
 namespace shmcoll::mpi {
 
+template <typename Post>
+void NodeHierarchy::post_in_pieces(const std::byte* data, std::int64_t bytes, Post post) {
+  for (std::int64_t done = 0; done < bytes; done += kPieceBytes) {
+    requests_.emplace_back();
+    post(const_cast<std::byte*>(data) + done,
+         static_cast<int>(std::min<std::int64_t>(bytes - done, kPieceBytes)), &requests_.back());
+  }
+}
+
 void NodeHierarchy::exchange_runs(const std::int64_t* table, const std::byte* gathered) {
   const int nodes = static_cast<int>(members_.size());
   const int ranks = size();
@@ -63,27 +72,20 @@ void NodeHierarchy::exchange_runs(const std::int64_t* table, const std::byte* ga
   }
   auto* incoming = static_cast<std::byte*>(scratch(5, static_cast<std::size_t>(incoming_total)));
   requests_.clear();
-  const auto in_pieces = [&](std::byte* data, std::int64_t bytes, auto&& post) {
-    for (std::int64_t done = 0; done < bytes; done += kPieceBytes) {
-      requests_.emplace_back();
-      post(data + done, static_cast<int>(std::min<std::int64_t>(bytes - done, kPieceBytes)),
-           &requests_.back());
-    }
-  };
   for (int n = 0; n < nodes; ++n) {
     if (n == node()) {
       copy_bytes(incoming + incoming_at_[n], runs + run_at_[n],
                  static_cast<std::size_t>(run_bytes_[n]));
       continue;
     }
-    in_pieces(incoming + incoming_at_[n], incoming_bytes_[n],
-              [&](std::byte* at, int n_bytes, MPI_Request* request) {
-                PMPI_Irecv(at, n_bytes, MPI_BYTE, n, kResultTag, leaders_, request);
-              });
-    in_pieces(runs + run_at_[n], run_bytes_[n],
-              [&](std::byte* at, int n_bytes, MPI_Request* request) {
-                PMPI_Isend(at, n_bytes, MPI_BYTE, n, kResultTag, leaders_, request);
-              });
+    post_in_pieces(incoming + incoming_at_[n], incoming_bytes_[n],
+                   [&](std::byte* at, int n_bytes, MPI_Request* request) {
+                     PMPI_Irecv(at, n_bytes, MPI_BYTE, n, kResultTag, leaders_, request);
+                   });
+    post_in_pieces(runs + run_at_[n], run_bytes_[n],
+                   [&](std::byte* at, int n_bytes, MPI_Request* request) {
+                     PMPI_Isend(at, n_bytes, MPI_BYTE, n, kResultTag, leaders_, request);
+                   });
   }
   PMPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
 
@@ -192,54 +194,45 @@ void NodeHierarchy::alltoall_blocks(Ways ways, bool in_place, SendBlock send_blo
   std::int64_t out_bytes = 0, in_bytes = 0;
   for (int r = 0; r < size(); ++r) {
     const DirectBlock out = send_block(r), in = recv_block(r);
-    direct_out_at_[r] = out_bytes;
+    packed_at_[r] = out_bytes;
     if (remote(r) && packed_out(out)) out_bytes += out.bytes();
-    direct_in_at_[r] = in_bytes;
+    received_at_[r] = in_bytes;
     if (remote(r) && !in.type->is_contiguous()) in_bytes += in.bytes();
   }
-  auto* outgoing = static_cast<std::byte*>(scratch(6, static_cast<std::size_t>(out_bytes)));
-  auto* incoming = static_cast<std::byte*>(scratch(7, static_cast<std::size_t>(in_bytes)));
+  auto* outgoing = static_cast<std::byte*>(scratch(0, static_cast<std::size_t>(out_bytes)));
+  auto* incoming = static_cast<std::byte*>(scratch(1, static_cast<std::size_t>(in_bytes)));
   for (int r = 0; r < size(); ++r) {
     const DirectBlock out = send_block(r);
     if (remote(r) && packed_out(out)) {
-      out.type->pack(out.at, out.count, outgoing + direct_out_at_[r]);
+      out.type->pack(out.at, out.count, outgoing + packed_at_[r]);
     }
   }
-  direct_requests_.clear();
-  const auto in_pieces = [&](const std::byte* data, std::int64_t bytes, auto&& post) {
-    for (std::int64_t done = 0; done < bytes; done += kPieceBytes) {
-      direct_requests_.emplace_back();
-      post(const_cast<std::byte*>(data) + done,
-           static_cast<int>(std::min<std::int64_t>(bytes - done, kPieceBytes)),
-           &direct_requests_.back());
-    }
-  };
+  requests_.clear();
   for (int r = 0; r < size(); ++r) {
     if (!remote(r)) continue;
     const DirectBlock in = recv_block(r);
     const std::byte* at =
-        in.type->is_contiguous() ? in.at + in.type->lb() : incoming + direct_in_at_[r];
-    in_pieces(at, in.bytes(), [&](std::byte* piece, int bytes, MPI_Request* request) {
+        in.type->is_contiguous() ? in.at + in.type->lb() : incoming + received_at_[r];
+    post_in_pieces(at, in.bytes(), [&](std::byte* piece, int bytes, MPI_Request* request) {
       PMPI_Irecv(piece, bytes, MPI_BYTE, r, kDirectTag, peers_, request);
     });
   }
   for (int r = 0; r < size(); ++r) {
     if (!remote(r)) continue;
     const DirectBlock out = send_block(r);
-    const std::byte* at = packed_out(out) ? outgoing + direct_out_at_[r] : out.at + out.type->lb();
-    in_pieces(at, out.bytes(), [&](std::byte* piece, int bytes, MPI_Request* request) {
+    const std::byte* at = packed_out(out) ? outgoing + packed_at_[r] : out.at + out.type->lb();
+    post_in_pieces(at, out.bytes(), [&](std::byte* piece, int bytes, MPI_Request* request) {
       PMPI_Isend(piece, bytes, MPI_BYTE, r, kDirectTag, peers_, request);
     });
   }
   // The node's own blocks through its team, the network's meanwhile (the team's waits keep the
   // MPI progressing: the idle hook).
   node_own();
-  PMPI_Waitall(static_cast<int>(direct_requests_.size()), direct_requests_.data(),
-               MPI_STATUSES_IGNORE);
+  PMPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
   for (int r = 0; r < size(); ++r) {
     const DirectBlock in = recv_block(r);
     if (remote(r) && !in.type->is_contiguous()) {
-      in.type->unpack(incoming + direct_in_at_[r], in.count, const_cast<std::byte*>(in.at));
+      in.type->unpack(incoming + received_at_[r], in.count, const_cast<std::byte*>(in.at));
     }
   }
 }
@@ -260,15 +253,6 @@ void NodeHierarchy::alltoall(const void* sendbuf, std::int64_t sendcount, const 
   // Every rank's block has the same size: all take the same ways.
   const bool large =
       static_cast<std::size_t>(recvcount) * recvtype.size() > kAlltoallThroughLeadersBlockMost;
-  const auto& mine = members_[node()];
-  const auto send_counts = node_own_values(0), send_displs = node_own_values(1),
-             recv_counts = node_own_values(2), recv_displs = node_own_values(3);
-  for (std::size_t i = 0; i < mine.size(); ++i) {
-    send_counts[i] = from_count;
-    send_displs[i] = mine[i] * from_count;
-    recv_counts[i] = recvcount;
-    recv_displs[i] = mine[i] * recvcount;
-  }
   alltoall_blocks(
       large ? Ways::direct : Ways::through_leaders, in_place,
       [&](int d) {
@@ -278,6 +262,15 @@ void NodeHierarchy::alltoall(const void* sendbuf, std::int64_t sendcount, const 
         return DirectBlock{to + s * recvcount * recvtype.extent(), recvcount, &recvtype};
       },
       [&] {
+        const auto& mine = members_[node()];
+        const auto send_counts = node_own_values(0), send_displs = node_own_values(1),
+                   recv_counts = node_own_values(2), recv_displs = node_own_values(3);
+        for (std::size_t i = 0; i < mine.size(); ++i) {
+          send_counts[i] = from_count;
+          send_displs[i] = mine[i] * from_count;
+          recv_counts[i] = recvcount;
+          recv_displs[i] = mine[i] * recvcount;
+        }
         node_team_->alltoallv(sendbuf, send_counts, send_displs, sendtype, recvbuf, recv_counts,
                               recv_displs, recvtype);
       });
