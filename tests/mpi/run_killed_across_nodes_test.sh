@@ -5,6 +5,11 @@
 # is gone within seconds, and no node's /dev/shm keeps a file of the layer's. The kill lands at a
 # different moment in each trial, each on a cluster of its own (so that no trial's TCP ports or
 # leftovers meet the next's). Skipped (exit 77) where namespaces cannot be made.
+#
+# A launch whose ranks do not all start (about one in ten here: with two ranks and the launcher's
+# daemons on each node's one CPU, Open MPI's TCP connection between two ranks sometimes fails,
+# "connect() ... failed: Operation now in progress", and the job hangs before the first kill) is
+# not what this test is about: it is reported and made again on a new cluster, twice at most.
 set -euo pipefail
 flavour=$1 program=$2 layer=$3 trials=${4:-4}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -19,32 +24,46 @@ trap 'rm -rf "$work"; "$cluster_tool" down "$name"' EXIT
 on_every_node() {  # on_every_node COMMAND...: its output, each line prefixed by the node
   for node in 0 1; do "$dir/on" "$name-n$node" "$@" 2>/dev/null | sed "s/^/$name-n$node: /"; done
 }
-first=$name
+ranks_on_both_nodes() {  # true once each node runs at least two of the program's ranks
+  [ "$(on_every_node pgrep -c -f "^$program dup" | awk '$2 >= 2' | wc -l)" -eq 2 ]
+}
+# A cluster of a name of its own for each launch: in a full ctest run, after the other tests'
+# clusters, the third remaking under one name launched nothing (not seen alone).
+first=${name:0:6} clusters=0
+new_cluster() {
+  "$cluster_tool" down "$name"
+  clusters=$((clusters + 1))
+  name=$first$(printf %02d "$clusters")
+  dir=$("$cluster_tool" up "$name" 2 | tail -n 1)
+  mpirun=$dir/mpirun.$flavour
+}
+
 for trial in $(seq 1 "$trials"); do
-  if [ "$trial" != 1 ]; then
-    # A cluster of a name of its own each trial: in a full ctest run, after the other tests'
-    # clusters, the third remaking under one name launched nothing (its launcher printed nothing
-    # in 60 s; not seen alone).
-    "$cluster_tool" down "$name"
-    name=${first:0:7}$trial
-    dir=$("$cluster_tool" up "$name" 2 | tail -n 1)
-    mpirun=$dir/mpirun.$flavour
-  fi
-  "$mpirun" "${extra[@]}" -np 4 env LD_PRELOAD="$layer" SHMCOLL_MPI_POOL_TEAMS=0 \
-    SHMCOLL_MPI_TEAM_AFTER_CALLS=0 SHMCOLL_MPI_NEW_TEAM_AFTER_CALLS=0 "$program" dup 100000000 \
-    > "$work/run$trial" 2>&1 &
-  launcher=$!
-  # Wait for both nodes' ranks to be making teams, then a little more, different each trial.
-  for _ in $(seq 100); do
-    [ "$(on_every_node pgrep -c -f "^$program dup" | awk '$2 >= 2' | wc -l)" -eq 2 ] && break
-    sleep 0.1
+  for attempt in 1 2 3; do
+    [ "$trial$attempt" = 11 ] || new_cluster
+    "$mpirun" "${extra[@]}" -np 4 env LD_PRELOAD="$layer" SHMCOLL_MPI_POOL_TEAMS=0 \
+      SHMCOLL_MPI_TEAM_AFTER_CALLS=0 SHMCOLL_MPI_NEW_TEAM_AFTER_CALLS=0 "$program" dup 100000000 \
+      > "$work/run$trial" 2>&1 &
+    launcher=$! launched=$SECONDS
+    # Wait (20 s at most) for both nodes' ranks to be making teams.
+    until ranks_on_both_nodes || [ $((SECONDS - launched)) -ge 20 ]; do sleep 0.2; done
+    ranks_on_both_nodes && break
+    echo "trial $trial: the ranks did not all start within 20 s (attempt $attempt); the nodes'" \
+         "processes, then the launcher's output:"
+    on_every_node ps -eo pid,ppid,stat,etimes,args || true
+    kill "$launcher" 2>/dev/null || true
+    wait "$launcher" || true
+    cat "$work/run$trial"
+    [ "$attempt" != 3 ] || { echo "FAIL: trial $trial: three launches, none started"; exit 1; }
   done
-  on_every_node pgrep -a -f "^$program dup" > "$work/ranks$trial" || true
+  seen=$((SECONDS - launched))
+  # Then a little more, different each trial.
   sleep "0.$((trial * 37 % 10))"
   if ! "$dir/on" "$name-n1" pkill -KILL -n -f "^$program dup"; then
+    on_every_node ps -eo pid,ppid,stat,etimes,args || true
     wait "$launcher" || true  # (bounded by SHMCOLL_CLUSTER_TIMEOUT: its whole output, then)
-    cat "$work/ranks$trial" "$work/run$trial"
-    echo "FAIL: trial $trial: no rank on node 1 to kill"
+    cat "$work/run$trial"
+    echo "FAIL: trial $trial: no rank on node 1 to kill, though both nodes ran theirs"
     exit 1
   fi
   start=$SECONDS
@@ -52,8 +71,8 @@ for trial in $(seq 1 "$trials"); do
   took=$((SECONDS - start))
   left=$(on_every_node pgrep -a -f "^$program dup" || true)
   files=$(on_every_node find /dev/shm -maxdepth 1 -name 'shmcoll-*' || true)
-  echo "trial $trial: the launcher ended ${took}s after the kill; ranks left: ${left:-none};" \
-       "files left: ${files:-none}"
+  echo "trial $trial: ranks up ${seen}s after the launch; the launcher ended ${took}s after the" \
+       "kill; ranks left: ${left:-none}; files left: ${files:-none}"
   [ -z "$left" ] || { echo "FAIL: ranks outlived the kill"; exit 1; }
   [ -z "$files" ] || { echo "FAIL: a node's /dev/shm keeps the layer's files"; exit 1; }
   [ "$took" -le 30 ] || { cat "$work/run$trial"; echo "FAIL: the ranks took ${took}s to end"; exit 1; }
