@@ -339,6 +339,54 @@ static void check_subarray(MPI_Comm comm, int rank, int size) {
   free(grid);
 }
 
+// Allgather of large blocks (past the layer's threshold for exchanging them in pairs across
+// nodes) through a strided type: every other int of rank r's stretch of 2 x kItems, the ints
+// between untouched; sent as plain ints, in place, or sent strided and received plain.
+static void check_strided_allgather(MPI_Comm comm, int rank, int size) {
+  enum { kItems = 20000 };
+  MPI_Datatype vector, strided;
+  MPI_Type_vector(kItems, 1, 2, MPI_INT, &vector);
+  MPI_Type_create_resized(vector, 0, 2 * kItems * sizeof(int), &strided);
+  MPI_Type_commit(&strided);
+  int* spread = filled(2 * kItems * size, kUntouched);
+  int* plain = filled(kItems * size, kUntouched);
+  for (int way = 0; way < 3; ++way) {
+    for (int i = 0; i <= 2 * kItems * size; ++i) spread[i] = kUntouched;
+    for (int i = 0; i <= kItems * size; ++i) plain[i] = kUntouched;
+    for (int i = 0; i < kItems; ++i) {
+      plain[i] = item(rank, way, i);
+      if (way == 1) spread[2 * kItems * rank + 2 * i] = item(rank, way, i);
+    }
+    if (way == 0) MPI_Allgather(plain, kItems, MPI_INT, spread, 1, strided, comm);
+    if (way == 1) MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, spread, 1, strided, comm);
+    if (way == 2) {
+      for (int i = 0; i < kItems; ++i) spread[2 * i] = item(rank, way, i);
+      MPI_Allgather(spread, 1, strided, plain, kItems, MPI_INT, comm);
+    }
+    int good = 1;
+    for (int r = 0; r < size; ++r) {
+      for (int i = 0; i < kItems; ++i) {
+        if (way == 2) {
+          good &= plain[r * kItems + i] == item(r, way, i);
+        } else {
+          good &= spread[2 * kItems * r + 2 * i] == item(r, way, i) &&
+                  spread[2 * kItems * r + 2 * i + 1] == kUntouched;
+        }
+      }
+    }
+    good &= way == 2 ? plain[kItems * size] == kUntouched : spread[2 * kItems * size] == kUntouched;
+    CHECK(good, "strided allgather way %d", way);
+    if (way == 2)
+      absorb(plain, sizeof(int) * kItems * size);
+    else
+      absorb(spread, sizeof(int) * 2 * kItems * size);
+  }
+  MPI_Type_free(&vector);
+  MPI_Type_free(&strided);
+  free(spread);
+  free(plain);
+}
+
 // Alltoall of a {char, double, short} struct type (with padding: only the fields are digested).
 static void check_struct_type(MPI_Comm comm, int rank, int size) {
   struct Record {
@@ -394,5 +442,6 @@ void check_movement(MPI_Comm comm) {
   }
   check_column_types(comm, rank, size);
   check_subarray(comm, rank, size);
+  check_strided_allgather(comm, rank, size);
   check_struct_type(comm, rank, size);
 }
