@@ -27,8 +27,15 @@ on_every_node() {  # on_every_node COMMAND...: its output, each line prefixed by
 ranks_on_both_nodes() {  # true once each node runs at least two of the program's ranks
   [ "$(on_every_node pgrep -c -f "^$program dup" | awk '$2 >= 2' | wc -l)" -eq 2 ]
 }
-# A cluster of a name of its own for each launch: in a full ctest run, after the other tests'
-# clusters, the third remaking under one name launched nothing (not seen alone).
+# The nodes' processes, then the launcher's whole output once it has ended (killed first, with
+# `kill`): what a launch that went wrong leaves to read.
+show_launch() {
+  on_every_node ps -eo pid,ppid,stat,etimes,args || true
+  if [ "${1:-}" = kill ]; then kill "$launcher" 2>/dev/null || true; fi
+  wait "$launcher" || true  # (bounded by SHMCOLL_CLUSTER_TIMEOUT)
+  cat "$work/run$trial"
+}
+# Each launch after the first on a new cluster (see above).
 first=${name:0:6} clusters=0
 new_cluster() {
   "$cluster_tool" down "$name"
@@ -40,29 +47,28 @@ new_cluster() {
 
 for trial in $(seq 1 "$trials"); do
   for attempt in 1 2 3; do
-    [ "$trial$attempt" = 11 ] || new_cluster
+    [ "$trial" = 1 ] && [ "$attempt" = 1 ] || new_cluster
     "$mpirun" "${extra[@]}" -np 4 env LD_PRELOAD="$layer" SHMCOLL_MPI_POOL_TEAMS=0 \
       SHMCOLL_MPI_TEAM_AFTER_CALLS=0 SHMCOLL_MPI_NEW_TEAM_AFTER_CALLS=0 "$program" dup 100000000 \
       > "$work/run$trial" 2>&1 &
     launcher=$! launched=$SECONDS
     # Wait (20 s at most) for both nodes' ranks to be making teams.
-    until ranks_on_both_nodes || [ $((SECONDS - launched)) -ge 20 ]; do sleep 0.2; done
-    ranks_on_both_nodes && break
+    started=0
+    until [ $((SECONDS - launched)) -ge 20 ]; do
+      ranks_on_both_nodes && { started=1; break; }
+      sleep 0.2
+    done
+    [ "$started" = 1 ] && break
     echo "trial $trial: the ranks did not all start within 20 s (attempt $attempt); the nodes'" \
          "processes, then the launcher's output:"
-    on_every_node ps -eo pid,ppid,stat,etimes,args || true
-    kill "$launcher" 2>/dev/null || true
-    wait "$launcher" || true
-    cat "$work/run$trial"
+    show_launch kill
     [ "$attempt" != 3 ] || { echo "FAIL: trial $trial: three launches, none started"; exit 1; }
   done
   seen=$((SECONDS - launched))
   # Then a little more, different each trial.
   sleep "0.$((trial * 37 % 10))"
   if ! "$dir/on" "$name-n1" pkill -KILL -n -f "^$program dup"; then
-    on_every_node ps -eo pid,ppid,stat,etimes,args || true
-    wait "$launcher" || true  # (bounded by SHMCOLL_CLUSTER_TIMEOUT: its whole output, then)
-    cat "$work/run$trial"
+    show_launch
     echo "FAIL: trial $trial: no rank on node 1 to kill, though both nodes ran theirs"
     exit 1
   fi
