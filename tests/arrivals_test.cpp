@@ -1,6 +1,7 @@
 // The algorithms in which the last rank to arrive completes the call for all (barrier_arrivals,
 // allreduce_arrivals): bitwise the flat algorithms' results at every team size, barriers that
-// hold, and arrival counts that stay right over thousands of calls mixed with other collectives.
+// hold (also those a rooted call's root releases), and arrival counts that stay right over
+// thousands of calls mixed with other collectives.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -87,15 +88,23 @@ TEST_P(Arrivals, AllreduceIsBitwiseTheFlatOneOverMixedCalls) {
   }
 }
 
-TEST_P(Arrivals, BarrierHoldsEveryoneUntilAllArrive) {
+// 200 steps of: (a bcast rooted at each rank in turn, when `rooted_call_first`), then a barrier
+// after which every rank checks that all have reached the step; the failures seen.
+int barrier_failures(int ranks, bool rooted_call_first) {
   struct Steps {
     int reached[kMaxRanks];
     int failures;
   };
   auto* steps = shared_block<Steps>();
   ScopedEnv barrier("SHMCOLL_BARRIER_ALGORITHM", "barrier_arrivals");
-  shmcoll::run(GetParam(), {}, [&](shmcoll::Team& team) {
+  shmcoll::run(ranks, {}, [&](shmcoll::Team& team) {
     for (int step = 1; step <= 200; ++step) {
+      if (rooted_call_first) {
+        const int root = step % team.size();
+        std::int32_t word = team.rank() == root ? step : -1;
+        team.bcast(std::span<std::int32_t>(&word, 1), root);
+        if (word != step) __atomic_add_fetch(&steps->failures, 1, __ATOMIC_RELAXED);
+      }
       __atomic_store_n(&steps->reached[team.rank()], step, __ATOMIC_RELEASE);
       team.barrier();
       for (int rank = 0; rank < team.size(); ++rank) {
@@ -106,7 +115,17 @@ TEST_P(Arrivals, BarrierHoldsEveryoneUntilAllArrive) {
       team.barrier();  // nobody starts the next step before all have checked
     }
   });
-  EXPECT_EQ(steps->failures, 0);
+  return steps->failures;
+}
+
+TEST_P(Arrivals, BarrierHoldsEveryoneUntilAllArrive) {
+  EXPECT_EQ(barrier_failures(GetParam(), false), 0);
+}
+
+// After a rooted call its root releases the barrier (every rank a root in turn): it still holds
+// everyone until all have arrived, and the root leaves no earlier than that either.
+TEST_P(Arrivals, BarrierAfterARootedCallHoldsEveryoneUntilAllArrive) {
+  EXPECT_EQ(barrier_failures(GetParam(), true), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(TeamSizes, Arrivals, ::testing::Values(2, 3, 5, 8, 16),
@@ -135,6 +154,34 @@ TEST(Arrivals, MismatchedCallsFailEveryRank) {
                    }),
       shmcoll::Error);
   EXPECT_EQ(codes->failures, 5);
+}
+
+// A rank that calls something else where the others call a barrier that a root releases: every
+// rank fails, the root (which reads every rank's line) and the others alike (a rank slow enough
+// may see the failure as it starts the bcast before).
+TEST(Arrivals, AMismatchAtABarrierARootReleasesFailsEveryRank) {
+  auto* codes = shared_block<Digests>();
+  ScopedEnv barrier("SHMCOLL_BARRIER_ALGORITHM", "barrier_arrivals");
+  EXPECT_THROW(shmcoll::run(4, {},
+                            [&](shmcoll::Team& team) {
+                              std::int32_t word = 7;
+                              try {
+                                team.bcast(std::span<std::int32_t>(&word, 1), 2);
+                                if (team.rank() == 1) {
+                                  team.allreduce_in_place(std::span<std::int32_t>(&word, 1),
+                                                          Op::sum);
+                                } else {
+                                  team.barrier();
+                                }
+                              } catch (const shmcoll::Error& error) {
+                                if (error.code() == shmcoll::Errc::mismatched_call) {
+                                  __atomic_add_fetch(&codes->failures, 1, __ATOMIC_RELAXED);
+                                }
+                                throw;
+                              }
+                            }),
+               shmcoll::Error);
+  EXPECT_EQ(codes->failures, 4);
 }
 
 }  // namespace

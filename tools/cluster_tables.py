@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Markdown tables from tools/measure-clusters' medians (shape, round, coll, contender, bytes, us).
+"""Markdown tables from tools/measure-clusters' medians and tools/measure-osu's averages (shape,
+round, coll, contender, bytes, us).
 
   tools/cluster_tables.py render RUN.tsv       print the tables
   tools/cluster_tables.py update FILE.md...    rewrite every generated block from its run

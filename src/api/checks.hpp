@@ -45,6 +45,7 @@ void run_call(TeamState& state, const coll::CallSignature& signature, Algorithm&
   state.rounds.begin_call(state.tunables.team.check_calls ? signature.encode() : shm::Signature{});
   try {
     algorithm();
+    state.context.last_call_root = signature.root.value_or(-1);
     state.rounds.check_not_aborted();
   } catch (...) {
     state.rounds.abort_team(state.rounds.rank());

@@ -45,6 +45,9 @@ struct Context {
   // Set on every rank alike once a rank could not read a peer's memory with the kernel's
   // cross-memory copy (exchange.cpp): the team's later calls go through the slots.
   bool cma_refused = false;
+  // The root of the team's last call, -1 when it had none (set by the caller after each call,
+  // alike on every rank): where ranks share CPUs, it releases the next barrier (barrier.cpp).
+  int last_call_root = -1;
 };
 
 void barrier(Context& ctx);
