@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "shmcoll/shmcoll.hpp"
@@ -142,6 +143,67 @@ TEST(CollectiveEdges, ScattersSpanningSeveralMessageLines) {
     });
     EXPECT_EQ(shared->failures.load(), 0) << "p = " << p;
   }
+}
+
+// A scatterv whose blocks together stay within 4 KiB goes through the root's slot, each block
+// placed by a table at its head; a larger one through the exchange (the root decides, and says
+// which way). Uneven counts with zeros, the total crossing 4 KiB back and forth, the root moving
+// and running ahead of readers that receive through a strided type.
+TEST(CollectiveEdges, ScattervOfSmallAndLargeUnevenBlocks) {
+  for (int p : {2, 4, 7}) {
+    auto* shared = shmcoll::testing::shared_block<Shared>();
+    shmcoll::run(p, {}, [&](Team& team) {
+      const int me = team.rank();
+      const Datatype every_other = Datatype::resized(Dtype::i32, 0, 8);  // one i32 in 8 bytes
+      for (int call = 0; call < 300; ++call) {
+        const int root = call % p;
+        const std::size_t scale = call % 3 == 2 ? 400 : 1;  // 400 i32 a unit: past 4 KiB
+        std::vector<std::int64_t> counts(p), displs(p);
+        std::int64_t total = 0;
+        for (int r = 0; r < p; ++r) {
+          counts[r] = static_cast<std::int64_t>(((r + call) % 4) * scale);  // 0-3 units
+          displs[r] = total;
+          total += counts[r];
+        }
+        const std::vector<std::int32_t> all = values(root * 100 + call, std::size_t(total));
+        const std::int64_t n = counts[me];
+        std::vector<std::int32_t> recv(2 * std::size_t(n) + 2, -1);
+        team.scatterv(all.data(), counts, displs, Dtype::i32, recv.data(), n, every_other, root);
+        bool same = recv[2 * std::size_t(n)] == -1;
+        for (std::int64_t i = 0; i < n; ++i) {
+          same = same && recv[2 * i] == all[displs[me] + i] && recv[2 * i + 1] == -1;
+        }
+        EXPECT_IN_RANK(same, "scatterv");
+      }
+    });
+    EXPECT_EQ(shared->failures.load(), 0) << "p = " << p;
+  }
+}
+
+// A receiver of a small scatterv that expects more than the root sends it fails with a clear
+// error (the root's slot tells each block's length).
+TEST(CollectiveEdges, ScattervShorterThanTheReceiverExpectsFails) {
+  auto* codes = shmcoll::testing::shared_block<std::atomic<int>>();
+  EXPECT_THROW(shmcoll::run(3, {},
+                            [&](Team& team) {
+                              const std::vector<std::int64_t> counts{1, 1, 1}, displs{0, 1, 2};
+                              std::vector<std::int32_t> all(3, 1), recv(3);
+                              const std::int64_t want = team.rank() == 1 ? 3 : 1;
+                              try {
+                                team.scatterv(all.data(), counts, displs, Dtype::i32, recv.data(),
+                                              want, Dtype::i32, 0);
+                              } catch (const shmcoll::Error& error) {
+                                if (team.rank() == 1 &&
+                                    error.code() == shmcoll::Errc::invalid_argument &&
+                                    std::string(error.what()).find("mismatched counts") !=
+                                        std::string::npos) {
+                                  codes->fetch_add(1);
+                                }
+                                throw;
+                              }
+                            }),
+               shmcoll::Error);
+  EXPECT_EQ(codes->load(), 1);
 }
 
 TEST(CollectiveEdges, MultiMebibyteMessages) {
