@@ -33,9 +33,7 @@ void barrier_released_by(Context& ctx, std::uint32_t releaser) {
     rounds.wait_for(releaser, round);
     return;
   }
-  for (std::uint32_t peer = 0; peer < rounds.size(); ++peer) {
-    if (peer != releaser) rounds.wait_for(peer, round);
-  }
+  rounds.wait_for_all(round);
   rounds.publish(round);
 }
 

@@ -77,11 +77,14 @@ bool scatterv_in_slot(Context& ctx, const Layout& send, const Block& recv, std::
   shm::Rounds& rounds = ctx.rounds;
   const std::uint32_t me = rounds.rank(), size = rounds.size();
   const std::size_t table_bytes = size * sizeof(Place);
+  const auto padded = [](std::size_t bytes) {
+    return (bytes + 7) / 8 * 8;
+  };  // blocks start 8-aligned
   const std::uint32_t round = rounds.begin();
   if (me == root) {
     std::size_t end = table_bytes;
     for (std::uint32_t dest = 0; dest < size; ++dest) {
-      if (dest != root) end += (send.block(dest).bytes() + 7) / 8 * 8;
+      if (dest != root) end += padded(send.block(dest).bytes());
     }
     const std::uint64_t in_slot =
         end - table_bytes <= kScattervInSlotMost && end <= rounds.slot_bytes();
@@ -95,7 +98,7 @@ bool scatterv_in_slot(Context& ctx, const Layout& send, const Block& recv, std::
         const Place place{at, block.bytes()};
         std::memcpy(slot + dest * sizeof(Place), &place, sizeof place);
         block.type->pack_range(block.base, block.count, 0, place.bytes, slot + at);
-        at += (place.bytes + 7) / 8 * 8;
+        at += padded(place.bytes);
       }
     }
     rounds.publish_message(round, &in_slot, sizeof in_slot);
