@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -156,23 +157,14 @@ TEST(Arrivals, MismatchedCallsFailEveryRank) {
   EXPECT_EQ(codes->failures, 5);
 }
 
-// A rank that calls something else where the others call a barrier that a root releases: every
-// rank fails, the root (which reads every rank's line) and the others alike (a rank slow enough
-// may see the failure as it starts the bcast before).
-TEST(Arrivals, AMismatchAtABarrierARootReleasesFailsEveryRank) {
+// Runs `calls` on `ranks` ranks, which must fail; returns how many ranks failed with
+// mismatched_call.
+int ranks_failing_with_mismatch(int ranks, const std::function<void(shmcoll::Team&)>& calls) {
   auto* codes = shared_block<Digests>();
-  ScopedEnv barrier("SHMCOLL_BARRIER_ALGORITHM", "barrier_arrivals");
-  EXPECT_THROW(shmcoll::run(4, {},
+  EXPECT_THROW(shmcoll::run(ranks, {},
                             [&](shmcoll::Team& team) {
-                              std::int32_t word = 7;
                               try {
-                                team.bcast(std::span<std::int32_t>(&word, 1), 2);
-                                if (team.rank() == 1) {
-                                  team.allreduce_in_place(std::span<std::int32_t>(&word, 1),
-                                                          Op::sum);
-                                } else {
-                                  team.barrier();
-                                }
+                                calls(team);
                               } catch (const shmcoll::Error& error) {
                                 if (error.code() == shmcoll::Errc::mismatched_call) {
                                   __atomic_add_fetch(&codes->failures, 1, __ATOMIC_RELAXED);
@@ -181,7 +173,53 @@ TEST(Arrivals, AMismatchAtABarrierARootReleasesFailsEveryRank) {
                               }
                             }),
                shmcoll::Error);
-  EXPECT_EQ(codes->failures, 4);
+  return codes->failures;
+}
+
+// A rank that calls something else where the others call a barrier that a root releases: every
+// rank fails, the root (which reads every rank's line) and the others alike (a rank slow enough
+// may see the failure as it starts the bcast before).
+TEST(Arrivals, AMismatchAtABarrierARootReleasesFailsEveryRank) {
+  ScopedEnv barrier("SHMCOLL_BARRIER_ALGORITHM", "barrier_arrivals");
+  EXPECT_EQ(ranks_failing_with_mismatch(4,
+                                        [](shmcoll::Team& team) {
+                                          std::int32_t word = 7;
+                                          team.bcast(std::span<std::int32_t>(&word, 1), 2);
+                                          if (team.rank() == 1) {
+                                            team.allreduce_in_place(
+                                                std::span<std::int32_t>(&word, 1), Op::sum);
+                                          } else {
+                                            team.barrier();
+                                          }
+                                        }),
+            4);
+}
+
+// Ranks that disagree on a rooted call's root, where the odd one only writes (a bcast or a
+// gather that nobody waits in), meet at a barrier with different releasers: two ranks that each
+// take themselves for it (bcast, roots 0 and the last rank), or nobody (gather: the others name
+// the last rank, which names 0). Every rank fails with mismatched_call, none waits forever.
+TEST(Arrivals, CrossedRootsBeforeABarrierARootReleasesFailEveryRank) {
+  ScopedEnv barrier("SHMCOLL_BARRIER_ALGORITHM", "barrier_arrivals");
+  ScopedEnv timeout("SHMCOLL_TIMEOUT", "20s");  // a hang fails with timeout, not mismatched_call
+  for (const bool gather : {false, true}) {
+    for (const int ranks : {2, 3}) {
+      const int failed = ranks_failing_with_mismatch(ranks, [&](shmcoll::Team& team) {
+        const int odd = ranks - 1;
+        const bool is_odd = team.rank() == odd;
+        std::int32_t word = 7;
+        std::vector<std::int32_t> all(static_cast<std::size_t>(ranks));
+        if (gather) {
+          team.gather(&word, 1, shmcoll::Dtype::i32, all.data(), 1, shmcoll::Dtype::i32,
+                      is_odd ? 0 : odd);
+        } else {
+          team.bcast(std::span<std::int32_t>(&word, 1), is_odd ? odd : 0);
+        }
+        team.barrier();
+      });
+      EXPECT_EQ(failed, ranks) << (gather ? "gather" : "bcast") << ", " << ranks << " ranks";
+    }
+  }
 }
 
 }  // namespace

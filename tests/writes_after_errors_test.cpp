@@ -157,6 +157,7 @@ TEST(WritesAfterErrors, AReaderWhoseOwnerFailedReportsTheFailure) {
   ScopedEnv timeout("SHMCOLL_TIMEOUT", "500ms");
   auto* outcome = shared_block<Outcome>();
   auto* reader_pid = shared_block<std::atomic<pid_t>>();
+  auto* root_filled = shared_block<std::atomic<bool>>();
   void* shared = mmap(nullptr, kBlock, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(shared, MAP_FAILED);
   auto* reader_buffer = static_cast<std::byte*>(shared);
@@ -166,6 +167,10 @@ TEST(WritesAfterErrors, AReaderWhoseOwnerFailedReportsTheFailure) {
       if (me == 1) *reader_pid = getpid();
       std::vector<std::byte> send(me == 0 ? 2 * kBlock : 0, std::byte{0x33});
       std::vector<std::byte> own(me == 0 ? kBlock : 0);
+      // Filling 192 MiB may take longer than the timeout where a page's first touch is slow:
+      // the reader waits for it outside the team, so only the scatter is timed.
+      if (me == 0) *root_filled = true;
+      while (!*root_filled) usleep(1000);
       team.barrier();
       // The root stops the reader once its block begins to arrive, and lets it go once its own
       // call has failed.

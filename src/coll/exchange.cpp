@@ -28,6 +28,50 @@ constexpr std::size_t kLinePayload = shm::kMessageBytes - kHeaderBytes;
 // then the block's bytes in the partly used pages at the buffer's ends, less than a page each.
 constexpr std::size_t kPagesRegionMin = sizeof(BufferNote) + 2 * shm::kPageBytes;
 
+// How a sender's line and slots are divided among its receivers. Where a receiver cannot know
+// the length of what it is sent from its own arguments (the rooted v forms, alltoallv/w), each
+// block's length travels with it: a byte per block after the blocks of a line, a word per region
+// after the regions of the first round's slot. A receiver that expects more than it is sent then
+// fails with "mismatched counts" instead of taking what an earlier call left there.
+struct Geometry {
+  bool personalized;
+  bool lengths_travel;
+  std::uint32_t regions;
+  std::size_t line_region;
+  std::size_t slot_region;
+
+  static Geometry of(const ExchangeShape& shape, std::uint32_t size, std::size_t slot_bytes) {
+    const std::uint32_t regions = shape.personalized ? size - 1 : 1;
+    const bool lengths_travel = shape.lengths_known_by != ExchangeShape::Knowledge::everyone;
+    const std::size_t line_lengths = lengths_travel ? regions : 0;
+    const std::size_t line_room = kLinePayload - std::min(line_lengths, kLinePayload);
+    const std::size_t slot_lengths = lengths_travel
+                                         ? (regions * sizeof(std::uint64_t) + shm::kLineBytes - 1) /
+                                               shm::kLineBytes * shm::kLineBytes
+                                         : 0;
+    return {shape.personalized, lengths_travel, regions, line_room / regions / 8 * 8,
+            (slot_bytes - slot_lengths) / regions / shm::kLineBytes * shm::kLineBytes};
+  }
+
+  // Whether blocks of up to `longest` bytes travel in the line, their lengths too.
+  bool line_holds(std::size_t longest) const {
+    return longest <= line_region && (!lengths_travel || regions <= kLinePayload);
+  }
+  // Where a line of `per_line` blocks `stride` bytes apart has its lengths.
+  std::size_t line_lengths_at(std::size_t per_line, std::size_t stride) const {
+    return kHeaderBytes + per_line * stride;
+  }
+  // How many blocks `stride` bytes apart one line holds, their lengths too.
+  std::size_t blocks_per_line(std::size_t stride) const {
+    return kLinePayload / (stride + (lengths_travel ? 1 : 0));
+  }
+  std::size_t slot_lengths_at() const { return regions * slot_region; }
+
+  std::uint32_t region(std::uint32_t sender, std::uint32_t receiver) const {
+    return personalized ? receiver - (receiver > sender) : 0;
+  }
+};
+
 // A root's blocks that overflow one line but each fit one (scatter of small blocks to many
 // ranks) fill the message lines of consecutive rounds, `per_line` blocks `stride` bytes apart in
 // each, instead of the slots: a slot is rewritten only once every rank has read it (each call a
@@ -40,34 +84,28 @@ struct LinePlan {
   std::uint16_t per_line;
 };
 constexpr std::uint32_t kMaxLineRounds = 8;
-std::optional<LinePlan> plan_lines(const ExchangeShape& shape, std::size_t longest,
-                                   std::uint32_t regions, std::size_t line_region) {
-  if (!shape.one_sender || longest <= line_region || longest > kLinePayload) return {};
-  const auto stride = static_cast<std::uint16_t>((longest + 7) / 8 * 8);
-  const auto per_line = static_cast<std::uint16_t>(kLinePayload / stride);
-  const std::uint32_t rounds = (regions + per_line - 1) / per_line;
+std::optional<LinePlan> plan_lines(const ExchangeShape& shape, const Geometry& geometry,
+                                   std::size_t longest) {
+  if (!shape.one_sender || geometry.line_holds(longest)) return {};
+  const std::size_t stride = (longest + 7) / 8 * 8;
+  const std::size_t per_line = geometry.blocks_per_line(stride);
+  if (per_line == 0) return {};
+  const std::uint32_t rounds = std::uint32_t((geometry.regions + per_line - 1) / per_line);
   if (rounds > kMaxLineRounds) return {};
-  return LinePlan{rounds, stride, per_line};
+  return LinePlan{rounds, static_cast<std::uint16_t>(stride), static_cast<std::uint16_t>(per_line)};
 }
 // Where a receiver finds its block of a sender in lines: flag, round index within the call,
-// byte offset in the line (ctx.line_arrival, 0: not in lines).
+// where the block's length is and where the block is in the line (ctx.line_arrival, 0: not in
+// lines).
 constexpr std::uint32_t kInLines = 1u << 31;
+constexpr std::uint32_t in_lines_at(std::uint32_t index, std::size_t length_at, std::size_t at) {
+  return kInLines | index << 16 | std::uint32_t(length_at) << 8 | std::uint32_t(at);
+}
 
 std::uint32_t rounds_needed(std::size_t longest, bool fits_line, std::size_t slot_region) {
   if (fits_line || longest == 0) return 1;
   return static_cast<std::uint32_t>((longest + slot_region - 1) / slot_region);
 }
-
-// How a sender's line and slots are divided among its receivers.
-struct Geometry {
-  bool personalized;
-  std::size_t line_region;
-  std::size_t slot_region;
-
-  std::uint32_t region(std::uint32_t sender, std::uint32_t receiver) const {
-    return personalized ? receiver - (receiver > sender) : 0;
-  }
-};
 
 // One call of the engine: the spec, the geometry, and this rank's choices.
 class Exchange {
@@ -83,8 +121,7 @@ class Exchange {
         shape_(shape),
         me_(rounds_.rank()),
         size_(rounds_.size()),
-        geometry_{shape.personalized, kLinePayload / regions() / 8 * 8,
-                  rounds_.slot_bytes() / regions() / shm::kLineBytes * shm::kLineBytes} {}
+        geometry_(Geometry::of(shape, size_, rounds_.slot_bytes())) {}
 
   // False when a rank could not reach a sender's shared pages or memory: every rank then learns
   // it in a closing round, and the call is to be made again through the slots.
@@ -113,8 +150,6 @@ class Exchange {
   }
 
  private:
-  std::uint32_t regions() const { return shape_.personalized ? size_ - 1 : 1; }
-
   // A sender's header of the first round, noting whether it is read in place.
   LineHeader header_of(std::uint32_t sender, std::uint32_t first) {
     LineHeader theirs;
@@ -160,9 +195,8 @@ class Exchange {
     // Where every rank knows the lengths, the lines are planned from the call's longest block,
     // the same plan on every rank (total_rounds counts the call's rounds from it).
     const bool everyone_knows = shape_.lengths_known_by == ExchangeShape::Knowledge::everyone;
-    lines_ = plan_lines(shape_, everyone_knows ? shape_.longest : longest, regions(),
-                        geometry_.line_region);
-    if (longest <= geometry_.line_region) {
+    lines_ = plan_lines(shape_, geometry_, everyone_knows ? shape_.longest : longest);
+    if (geometry_.line_holds(longest)) {
       mode_ = in_line;
     } else if (lines_ && longest <= lines_->stride) {
       mode_ = in_lines;
@@ -179,8 +213,8 @@ class Exchange {
     known_rounds_ = my_rounds_;
     for (std::uint32_t source = first_source(); source < end_of_sources(); ++source) {
       const std::size_t bytes = source == me_ ? 0 : spec_.incoming(source).bytes();
-      known_rounds_ = std::max(known_rounds_, rounds_needed(bytes, bytes <= geometry_.line_region,
-                                                            geometry_.slot_region));
+      known_rounds_ = std::max(
+          known_rounds_, rounds_needed(bytes, geometry_.line_holds(bytes), geometry_.slot_region));
     }
   }
 
@@ -283,6 +317,35 @@ class Exchange {
     unpack_shared(in, note, pages, region + sizeof note);
   }
 
+  // `block` at `at` in `line` and, where lengths travel, its length in the byte at `length_at`;
+  // returns where what it wrote ends (0: nothing written).
+  std::size_t put_in_line(const Block& block, std::byte* line, std::size_t at,
+                          std::size_t length_at) const {
+    std::size_t end = 0;
+    if (geometry_.lengths_travel) {
+      line[length_at] = static_cast<std::byte>(block.bytes());  // a line block: below 256
+      end = length_at + 1;
+    }
+    if (block.bytes() == 0) return end;
+    block.type->pack_range(block.base, block.count, 0, block.bytes(), line + at);
+    return std::max(end, at + block.bytes());
+  }
+
+  // Where lengths travel: fails when `source` sent less than `in` expects.
+  void check_sent(std::uint32_t source, std::uint64_t sent, const Block& in) const {
+    if (geometry_.lengths_travel && sent < in.bytes()) {
+      fail(Errc::invalid_argument, "rank ", me_, ": rank ", source, " sent a block of ", sent,
+           " bytes, shorter than the ", in.bytes(), " bytes this rank expects (mismatched counts)");
+    }
+  }
+
+  // The block `in` from `source`, `at` in a line whose byte at `length_at` is its length.
+  void receive_from_line(std::uint32_t source, const std::byte* line, std::size_t length_at,
+                         std::size_t at, const Block& in, std::size_t most) const {
+    check_sent(source, std::uint64_t(line[length_at]), in);
+    in.type->unpack_range(line + at, in.count, 0, most, in.base);
+  }
+
   // My blocks (or their first pieces, or their heap offsets) and my round count, at once.
   void post_first_round(std::uint32_t round) {
     alignas(8) std::byte line[shm::kMessageBytes];
@@ -294,12 +357,20 @@ class Exchange {
     if (mode_ != in_line) rounds_.wait_slot_free(round);
     std::byte* slot = rounds_.slot(me_, round);
     for_each_outgoing([&](const Block& block, std::uint32_t region) {
-      if (block.bytes() == 0) return;
       if (mode_ == in_line) {
         const std::size_t at = kHeaderBytes + region * geometry_.line_region;
-        line_bytes = std::max(line_bytes, at + block.bytes());
-        block.type->pack_range(block.base, block.count, 0, block.bytes(), line + at);
-      } else if (mode_ == in_heap) {
+        const std::size_t length_at =
+            geometry_.line_lengths_at(geometry_.regions, geometry_.line_region) + region;
+        line_bytes = std::max(line_bytes, put_in_line(block, line, at, length_at));
+        return;
+      }
+      if (geometry_.lengths_travel) {
+        const std::uint64_t bytes = block.bytes();
+        std::memcpy(slot + geometry_.slot_lengths_at() + region * sizeof bytes, &bytes,
+                    sizeof bytes);
+      }
+      if (block.bytes() == 0) return;
+      if (mode_ == in_heap) {
         const std::uint64_t offset =
             std::uint64_t(block.base + block.type->lb() - rounds_.segment().heap(me_));
         std::memcpy(slot + region * geometry_.slot_region, &offset, sizeof offset);
@@ -320,10 +391,11 @@ class Exchange {
   void post_line(std::uint32_t round, std::uint32_t index, std::byte* line) {
     std::size_t line_bytes = kHeaderBytes;
     for_each_outgoing([&](const Block& block, std::uint32_t region) {
-      if (block.bytes() == 0 || region / lines_->per_line != index) return;
+      if (region / lines_->per_line != index) return;
       const std::size_t at = kHeaderBytes + region % lines_->per_line * lines_->stride;
-      block.type->pack_range(block.base, block.count, 0, block.bytes(), line + at);
-      line_bytes = std::max(line_bytes, at + block.bytes());
+      const std::size_t length_at =
+          geometry_.line_lengths_at(lines_->per_line, lines_->stride) + region % lines_->per_line;
+      line_bytes = std::max(line_bytes, put_in_line(block, line, at, length_at));
     });
     rounds_.publish_message(round, line, line_bytes);
   }
@@ -334,7 +406,7 @@ class Exchange {
     switch (shape_.lengths_known_by) {
       case Knowledge::everyone:
         if (lines_) return lines_->rounds;
-        return rounds_needed(shape_.longest, shape_.longest <= geometry_.line_region,
+        return rounds_needed(shape_.longest, geometry_.line_holds(shape_.longest),
                              geometry_.slot_region);
       case Knowledge::root:
         return me_ == shape_.root ? known_rounds_ : rounds_known_by(shape_.root);
@@ -360,17 +432,30 @@ class Exchange {
       const std::uint32_t region = geometry_.region(source, me_);
       const std::byte* in_slot = rounds_.slot(source, round) + region * geometry_.slot_region;
       if (theirs.mode == in_line) {
-        const std::byte* data = their_line + kHeaderBytes + region * geometry_.line_region;
-        in.type->unpack_range(data, in.count, 0, geometry_.line_region, in.base);
-      } else if (theirs.mode == in_lines) {
-        const std::uint32_t per_line = std::uint32_t(kLinePayload / theirs.stride);
-        const std::uint32_t index = region / per_line;
+        receive_from_line(
+            source, their_line,
+            geometry_.line_lengths_at(geometry_.regions, geometry_.line_region) + region,
+            kHeaderBytes + region * geometry_.line_region, in, geometry_.line_region);
+        continue;
+      }
+      if (theirs.mode == in_lines) {
+        const std::size_t per_line = geometry_.blocks_per_line(theirs.stride);
+        const auto index = std::uint32_t(region / per_line);
         const std::size_t at = kHeaderBytes + region % per_line * theirs.stride;
-        if (index == 0) {
-          in.type->unpack_range(their_line + at, in.count, 0, theirs.stride, in.base);
-        }
-        ctx_.line_arrival[source] = kInLines | index << 16 | std::uint32_t(at);
-      } else if (theirs.mode == in_heap) {
+        const std::size_t length_at =
+            geometry_.line_lengths_at(per_line, theirs.stride) + region % per_line;
+        if (index == 0) receive_from_line(source, their_line, length_at, at, in, in.bytes());
+        ctx_.line_arrival[source] = in_lines_at(index, length_at, at);
+        continue;
+      }
+      if (geometry_.lengths_travel) {
+        std::uint64_t sent;
+        std::memcpy(
+            &sent, rounds_.slot(source, round) + geometry_.slot_lengths_at() + region * sizeof sent,
+            sizeof sent);
+        check_sent(source, sent, in);
+      }
+      if (theirs.mode == in_heap) {
         std::uint64_t offset;
         std::memcpy(&offset, in_slot, sizeof offset);
         if (offset > segment.layout().heap_bytes ||
@@ -412,8 +497,8 @@ class Exchange {
       const Block in = source == me_ ? Block{} : spec_.incoming(source);
       if (const std::uint32_t arrival = ctx_.line_arrival[source]; arrival & kInLines) {
         if ((arrival & ~kInLines) >> 16 == k) {
-          const std::byte* line = rounds_.wait_message(source, round);
-          in.type->unpack_range(line + (arrival & 0xffff), in.count, 0, in.bytes(), in.base);
+          receive_from_line(source, rounds_.wait_message(source, round), arrival >> 8 & 0xff,
+                            arrival & 0xff, in, in.bytes());
         }
         continue;
       }

@@ -19,7 +19,9 @@
 //     (shm/process_memory.hpp).
 // Round counts must agree on every rank. Where every rank knows every block length from its own
 // arguments (regular layouts, allgatherv) each computes them; in rooted v forms the root knows
-// them all and the others read its count; in alltoallv/w each reads every rank's count.
+// them all and the others read its count; in alltoallv/w each reads every rank's count. There a
+// receiver cannot check a block's length against its own arguments either, so each block's length
+// travels with it, and one that expects more than it is sent fails with "mismatched counts".
 #pragma once
 
 #include <cstddef>
