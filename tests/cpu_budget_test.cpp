@@ -113,6 +113,28 @@ TEST(CpuBudget, ATasksetSmallerThanTheTeamMakesRanksShare) {
   }
 }
 
+// run() binds its caller as rank 0 for the call only: afterwards the caller runs where it ran
+// before (else a later unbound team, or the program's own threads, would all share one CPU).
+TEST(CpuBudget, ABoundRunGivesTheCallerItsCpusBack) {
+  cpu_set_t before;
+  ASSERT_EQ(sched_getaffinity(0, sizeof before, &before), 0);
+  if (CPU_COUNT(&before) < 2) GTEST_SKIP() << "one CPU: binding changes nothing";
+  shmcoll::Options options;
+  options.bind = shmcoll::Binding::core;
+  int cpus_in_call = 0;
+  shmcoll::run(2, options, [&](shmcoll::Team& team) {
+    cpu_set_t during;
+    if (team.rank() == 0 && sched_getaffinity(0, sizeof during, &during) == 0) {
+      cpus_in_call = CPU_COUNT(&during);
+    }
+  });
+  cpu_set_t after;
+  ASSERT_EQ(sched_getaffinity(0, sizeof after, &after), 0);
+  EXPECT_EQ(cpus_in_call, 1) << "rank 0 was not bound during the call";
+  EXPECT_TRUE(CPU_EQUAL(&before, &after)) << "the caller's CPUs: " << CPU_COUNT(&before)
+                                          << " before the call, " << CPU_COUNT(&after) << " after";
+}
+
 // A team of fewer ranks than CPUs waits as ranks that share CPUs do when the caller knows that
 // the program's processes on the node outnumber their CPUs (Options::processes_share_cpus, which
 // the MPI layer learns from MPI_COMM_WORLD's team): 2 ranks of a row communicator among 4

@@ -95,6 +95,9 @@ void run(int n, const Options& options, const std::function<void(Team&)>& fn) {
       monitor_error = std::current_exception();
     }
   });
+  // Rank 0 is the caller's own process: a binding it gets as rank 0 ends with the call.
+  const std::vector<unsigned> callers_cpus =
+      plan.cores.empty() ? std::vector<unsigned>{} : topology.process_cpus();
   std::exception_ptr rank0_error;
   try {
     run_rank(std::move(segment), 0, plan, fn);
@@ -102,6 +105,7 @@ void run(int n, const Options& options, const std::function<void(Team&)>& fn) {
     rank0_error = std::current_exception();
     watch_segment.abort(0);
   }
+  if (!callers_cpus.empty()) topology.bind_to_cpus(callers_cpus);
   monitor.join();
 
   if (monitor_error) std::rethrow_exception(monitor_error);

@@ -144,6 +144,25 @@ bool Topology::bind_to_core(int logical_index) const {
   return core && hwloc_set_cpubind(raw, core->cpuset, HWLOC_CPUBIND_PROCESS) == 0;
 }
 
+std::vector<unsigned> Topology::process_cpus() const {
+  std::vector<unsigned> cpus;
+  Bitmap bound;
+  if (!this_system_ || hwloc_get_cpubind(handle_.get(), bound.set, HWLOC_CPUBIND_PROCESS) != 0) {
+    return cpus;
+  }
+  for (int cpu = hwloc_bitmap_first(bound.set); cpu >= 0; cpu = hwloc_bitmap_next(bound.set, cpu)) {
+    cpus.push_back(static_cast<unsigned>(cpu));
+  }
+  return cpus;
+}
+
+bool Topology::bind_to_cpus(const std::vector<unsigned>& cpus) const {
+  if (!this_system_ || cpus.empty()) return false;
+  Bitmap wanted;
+  for (const unsigned cpu : cpus) hwloc_bitmap_set(wanted.set, cpu);
+  return hwloc_set_cpubind(handle_.get(), wanted.set, HWLOC_CPUBIND_PROCESS) == 0;
+}
+
 std::string Topology::summary() const {
   std::ostringstream out;
   auto plural = [&](int n, const char* one, const char* many) {

@@ -54,6 +54,10 @@ class Topology {
   Location where_this_process_runs() const;
   // Binds the calling process to a core; false when hwloc cannot (or the topology is loaded).
   bool bind_to_core(int logical_index) const;
+  // The CPUs (OS indexes) the calling process is bound to, and binding it back to them: run()
+  // binds its caller, its rank 0, for the call only. Empty, and false, on a loaded topology.
+  std::vector<unsigned> process_cpus() const;
+  bool bind_to_cpus(const std::vector<unsigned>& cpus) const;
   // One line, e.g. "1 package, 1 NUMA node, 2 L3, 2 L2, 2 cores, 2 PUs, 5722 MiB".
   std::string summary() const;
 
