@@ -23,22 +23,18 @@ void barrier_tree(Context& ctx) {
   rounds.publish(release);
 }
 
-// One round, released by `releaser`, which leaves first: every rank publishes its arrival, and
-// the releaser, once it has read every rank's, posts the round's result, which the others await.
-// Ranks of a mismatched rooted call may each take themselves for the releaser, or nobody may:
-// since every rank's arrival is published before anyone waits, the releasers' reads (or the
-// others' wait for the result, which reads every published line) see the mismatch and end the
-// team, where a releaser that published only once all arrived would wait for another forever.
+// One round, released by `releaser`: it publishes the round only once every other rank has, so
+// its publish tells the others that all arrived, and it leaves first.
 void barrier_released_by(Context& ctx, std::uint32_t releaser) {
   shm::Rounds& rounds = ctx.rounds;
   const std::uint32_t round = rounds.begin();
-  rounds.publish(round);
   if (rounds.rank() != releaser) {
-    rounds.wait_result(round);
+    rounds.publish(round);
+    rounds.wait_for(releaser, round);
     return;
   }
   rounds.wait_for_all(round);
-  rounds.publish_result(round);
+  rounds.publish(round);
 }
 
 // Where ranks share CPUs each rank must run twice per barrier (to arrive, then to leave); here
