@@ -195,23 +195,30 @@ TEST(Arrivals, AMismatchAtABarrierARootReleasesFailsEveryRank) {
             4);
 }
 
-// Ranks that disagree on a gather's root, which nobody then waits in (the others name the last
-// rank, which names 0), meet at a barrier that none of them takes itself to release: each waits
-// for the rank it names, reads that rank's arrival and sees the mismatch. Every rank fails with
-// mismatched_call, none waits forever.
-TEST(Arrivals, RanksThatNameNoReleaserFailEveryRank) {
+// Ranks that disagree on a rooted call's root, where the odd one only writes (a bcast or a
+// gather that nobody waits in), meet at a barrier with different releasers: two ranks that each
+// take themselves for it (bcast, roots 0 and the last rank), or nobody (gather: the others name
+// the last rank, which names 0). Every rank fails with mismatched_call, none waits forever.
+TEST(Arrivals, CrossedRootsBeforeABarrierARootReleasesFailEveryRank) {
   ScopedEnv barrier("SHMCOLL_BARRIER_ALGORITHM", "barrier_arrivals");
   ScopedEnv timeout("SHMCOLL_TIMEOUT", "20s");  // a hang fails with timeout, not mismatched_call
-  for (const int ranks : {2, 3}) {
-    const int failed = ranks_failing_with_mismatch(ranks, [&](shmcoll::Team& team) {
-      const int last = ranks - 1;
-      std::int32_t word = 7;
-      std::vector<std::int32_t> all(static_cast<std::size_t>(ranks));
-      team.gather(&word, 1, shmcoll::Dtype::i32, all.data(), 1, shmcoll::Dtype::i32,
-                  team.rank() == last ? 0 : last);
-      team.barrier();
-    });
-    EXPECT_EQ(failed, ranks) << ranks << " ranks";
+  for (const bool gather : {false, true}) {
+    for (const int ranks : {2, 3}) {
+      const int failed = ranks_failing_with_mismatch(ranks, [&](shmcoll::Team& team) {
+        const int odd = ranks - 1;
+        const bool is_odd = team.rank() == odd;
+        std::int32_t word = 7;
+        std::vector<std::int32_t> all(static_cast<std::size_t>(ranks));
+        if (gather) {
+          team.gather(&word, 1, shmcoll::Dtype::i32, all.data(), 1, shmcoll::Dtype::i32,
+                      is_odd ? 0 : odd);
+        } else {
+          team.bcast(std::span<std::int32_t>(&word, 1), is_odd ? odd : 0);
+        }
+        team.barrier();
+      });
+      EXPECT_EQ(failed, ranks) << (gather ? "gather" : "bcast") << ", " << ranks << " ranks";
+    }
   }
 }
 

@@ -1,8 +1,11 @@
 // Fault injection under shmcoll-run: kill -9 one rank at a random moment while every rank runs
 // random collectives, 100 times: 80 at 4 and 8 ranks, 10 each at 16 and 64. Every survivor must
 // fail with peer_failed (the time it takes is reported, not judged: a unit test holds no timing
-// threshold; a team still running after 10 s hangs), the launcher must exit 128 + SIGKILL naming
+// threshold; a team still running after 15 s hangs), the launcher must exit 128 + SIGKILL naming
 // the dead rank, no rank process may be left, and /dev/shm must hold exactly what it held before.
+// The launcher's grace is 5 s, not its 1 s default: 63 sanitized survivors sharing 2 cores may
+// take longer than 1 s to be scheduled, and a survivor the launcher terminates reports nothing.
+// A survivor that never notices the failure still fails the trial (SIGTERM at 5 s, no report).
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -24,6 +27,7 @@ std::size_t occurrences(const std::string& text, const std::string& word) {
 
 TEST(FaultInjection, KillNineAtRandomMomentsFailsEverySurvivorCleanly) {
   std::mt19937 random(20261123);  // fixed, so a failing trial can be replayed
+  const shmcoll::testing::ScopedEnv grace("SHMCOLL_KILL_GRACE", "5s");
   const auto shm_before = shmcoll::testing::dev_shm_entries();
   const auto dir =
       std::filesystem::temp_directory_path() / ("shmcoll-fault-" + std::to_string(getpid()));
@@ -47,7 +51,7 @@ TEST(FaultInjection, KillNineAtRandomMomentsFailsEverySurvivorCleanly) {
     kill(launch.ranks[static_cast<std::size_t>(victim)], SIGKILL);
 
     double seconds = 0;
-    const int status = shmcoll::testing::wait_for_launcher(launch.launcher, 10.0, seconds);
+    const int status = shmcoll::testing::wait_for_launcher(launch.launcher, 15.0, seconds);
     const std::string errors = launch.stderr_text();
     slowest = std::max(slowest, seconds);
     if (status == -1) {  // the launcher was killed; its ranks would spin on forever

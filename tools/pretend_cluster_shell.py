@@ -6,7 +6,9 @@ an MPI launcher on node 0 reaches node 1 as it would on a real cluster: through 
 already lives there. The client hands the daemon its own stdin, stdout and stderr (SCM_RIGHTS),
 the command, its working directory and environment; the daemon starts the command in its node
 and answers with the exit status. A signal to the client is passed on; a client that dies takes
-its command with it (the daemon kills the command's process group), as rsh's would.
+its command with it (the daemon kills the command's process group), as rsh's would; a client
+that ends after its command did leaves alone what the command left running (Open MPI starts its
+orted with --daemonize: the orted's parent exits at once, and its child must survive the client).
 
   pretend_cluster_shell.py serve SOCKET        the node's PID 1: serves, and reaps every orphan
   pretend_cluster_shell.py run SOCKET ARGV...  runs ARGV on that node, exits with its status
@@ -99,25 +101,31 @@ class Daemon:
             finally:
                 for fd in fds:
                     os.close(fd)
-            threading.Thread(target=self.pass_signals, args=(conn, pid), daemon=True).start()
+            command_ended = threading.Event()
+            threading.Thread(target=self.pass_signals, args=(conn, pid, command_ended),
+                             daemon=True).start()
             with self.lock:
                 while pid not in self.statuses:
                     self.changed.wait()
                 status = self.statuses.pop(pid)
                 self.waiting.discard(pid)
+            command_ended.set()  # before the client hears of it, so its end kills nothing
             code = os.waitstatus_to_exitcode(status)
             try:
                 send_message(conn, {"status": code if code >= 0 else 128 - code})
             except OSError:
                 pass
 
-    def pass_signals(self, conn, pid):
-        """Signals from the client go to the command's group; the client's end, a SIGKILL."""
+    def pass_signals(self, conn, pid, command_ended):
+        """Signals from the client go to the command's group; the client's end, while the
+        command runs, a SIGKILL (a daemon it started may not have left the group yet)."""
         while True:
             try:
                 message, _ = receive_message(conn)
             except OSError:
                 message = None
+            if message is None and command_ended.is_set():
+                return
             if message is None:
                 signal_number = signal.SIGKILL
             else:

@@ -23,18 +23,23 @@ void barrier_tree(Context& ctx) {
   rounds.publish(release);
 }
 
-// One round, released by `releaser`: it publishes the round only once every other rank has, so
-// its publish tells the others that all arrived, and it leaves first.
+// Released by `releaser`, in two rounds: every rank first publishes its arrival, so ranks that
+// disagree about the releaser (a crossed rooted call before) find each other's and fail with the
+// mismatch instead of waiting for each other. The releaser then waits for every arrival and
+// publishes the release, and leaves first; the others check its arrival, wait on its line for the
+// release and publish theirs, which nobody waits for.
 void barrier_released_by(Context& ctx, std::uint32_t releaser) {
   shm::Rounds& rounds = ctx.rounds;
-  const std::uint32_t round = rounds.begin();
-  if (rounds.rank() != releaser) {
-    rounds.publish(round);
-    rounds.wait_for(releaser, round);
-    return;
+  const std::uint32_t arrival = rounds.begin();
+  rounds.publish(arrival);
+  const std::uint32_t release = rounds.begin();
+  if (rounds.rank() == releaser) {
+    rounds.wait_for_all(arrival);
+  } else {
+    rounds.wait_for(releaser, arrival);
+    rounds.wait_for(releaser, release);
   }
-  rounds.wait_for_all(round);
-  rounds.publish(round);
+  rounds.publish(release);
 }
 
 // Where ranks share CPUs each rank must run twice per barrier (to arrive, then to leave); here

@@ -61,11 +61,18 @@ struct Geometry {
   std::size_t line_lengths_at(std::size_t per_line, std::size_t stride) const {
     return kHeaderBytes + per_line * stride;
   }
+  // Where the in_line mode has the length of `region`'s block.
+  std::size_t line_length_at(std::uint32_t region) const {
+    return line_lengths_at(regions, line_region) + region;
+  }
   // How many blocks `stride` bytes apart one line holds, their lengths too.
   std::size_t blocks_per_line(std::size_t stride) const {
     return kLinePayload / (stride + (lengths_travel ? 1 : 0));
   }
-  std::size_t slot_lengths_at() const { return regions * slot_region; }
+  // Where the first round's slot has the length of `region`'s block.
+  std::size_t slot_length_at(std::uint32_t region) const {
+    return regions * slot_region + region * sizeof(std::uint64_t);
+  }
 
   std::uint32_t region(std::uint32_t sender, std::uint32_t receiver) const {
     return personalized ? receiver - (receiver > sender) : 0;
@@ -277,10 +284,7 @@ class Exchange {
   void receive_from_process(std::uint32_t source, const Block& in, const std::byte* region) {
     shm::ProcessNote note;
     std::memcpy(&note, region, sizeof note);
-    if (note.bytes < in.bytes()) {
-      fail(Errc::invalid_argument, "rank ", me_, ": rank ", source, " sent a block of ", note.bytes,
-           " bytes, shorter than the ", in.bytes(), " bytes this rank expects (mismatched counts)");
-    }
+    if (note.bytes < in.bytes()) fail_sent_short(source, note.bytes, in);
     const pid_t pid = rounds_.segment().profile(source).pid.load(std::memory_order_relaxed);
     const bool read =
         in.type->is_contiguous()
@@ -305,8 +309,7 @@ class Exchange {
     BufferNote note;
     std::memcpy(&note, region, sizeof note);
     if (note.bytes < in.bytes() || !note_is_sound(note) || note.outside() > 2 * shm::kPageBytes) {
-      fail(Errc::invalid_argument, "rank ", me_, ": rank ", source, " sent a block of ", note.bytes,
-           " bytes, shorter than the ", in.bytes(), " bytes this rank expects (mismatched counts)");
+      fail_sent_short(source, note.bytes, in);
     }
     const bool shared = note.tail_from > note.head;
     const std::byte* pages = shared ? map_shared_buffer(ctx_, source, note) : nullptr;
@@ -331,12 +334,15 @@ class Exchange {
     return std::max(end, at + block.bytes());
   }
 
+  [[noreturn]] void fail_sent_short(std::uint32_t source, std::uint64_t sent,
+                                    const Block& in) const {
+    fail(Errc::invalid_argument, "rank ", me_, ": rank ", source, " sent a block of ", sent,
+         " bytes, shorter than the ", in.bytes(), " bytes this rank expects (mismatched counts)");
+  }
+
   // Where lengths travel: fails when `source` sent less than `in` expects.
   void check_sent(std::uint32_t source, std::uint64_t sent, const Block& in) const {
-    if (geometry_.lengths_travel && sent < in.bytes()) {
-      fail(Errc::invalid_argument, "rank ", me_, ": rank ", source, " sent a block of ", sent,
-           " bytes, shorter than the ", in.bytes(), " bytes this rank expects (mismatched counts)");
-    }
+    if (geometry_.lengths_travel && sent < in.bytes()) fail_sent_short(source, sent, in);
   }
 
   // The block `in` from `source`, `at` in a line whose byte at `length_at` is its length.
@@ -359,15 +365,13 @@ class Exchange {
     for_each_outgoing([&](const Block& block, std::uint32_t region) {
       if (mode_ == in_line) {
         const std::size_t at = kHeaderBytes + region * geometry_.line_region;
-        const std::size_t length_at =
-            geometry_.line_lengths_at(geometry_.regions, geometry_.line_region) + region;
-        line_bytes = std::max(line_bytes, put_in_line(block, line, at, length_at));
+        line_bytes =
+            std::max(line_bytes, put_in_line(block, line, at, geometry_.line_length_at(region)));
         return;
       }
       if (geometry_.lengths_travel) {
         const std::uint64_t bytes = block.bytes();
-        std::memcpy(slot + geometry_.slot_lengths_at() + region * sizeof bytes, &bytes,
-                    sizeof bytes);
+        std::memcpy(slot + geometry_.slot_length_at(region), &bytes, sizeof bytes);
       }
       if (block.bytes() == 0) return;
       if (mode_ == in_heap) {
@@ -432,10 +436,8 @@ class Exchange {
       const std::uint32_t region = geometry_.region(source, me_);
       const std::byte* in_slot = rounds_.slot(source, round) + region * geometry_.slot_region;
       if (theirs.mode == in_line) {
-        receive_from_line(
-            source, their_line,
-            geometry_.line_lengths_at(geometry_.regions, geometry_.line_region) + region,
-            kHeaderBytes + region * geometry_.line_region, in, geometry_.line_region);
+        receive_from_line(source, their_line, geometry_.line_length_at(region),
+                          kHeaderBytes + region * geometry_.line_region, in, geometry_.line_region);
         continue;
       }
       if (theirs.mode == in_lines) {
@@ -450,19 +452,16 @@ class Exchange {
       }
       if (geometry_.lengths_travel) {
         std::uint64_t sent;
-        std::memcpy(
-            &sent, rounds_.slot(source, round) + geometry_.slot_lengths_at() + region * sizeof sent,
-            sizeof sent);
+        std::memcpy(&sent, rounds_.slot(source, round) + geometry_.slot_length_at(region),
+                    sizeof sent);
         check_sent(source, sent, in);
       }
       if (theirs.mode == in_heap) {
         std::uint64_t offset;
         std::memcpy(&offset, in_slot, sizeof offset);
-        if (offset > segment.layout().heap_bytes ||
-            in.bytes() > segment.layout().heap_bytes - offset) {
-          fail(Errc::invalid_argument, "rank ", me_, ": rank ", source, " sent a block of its heap",
-               " shorter than the ", in.bytes(), " bytes this rank expects (mismatched counts)");
-        }
+        const std::uint64_t heap_bytes = segment.layout().heap_bytes;
+        const std::uint64_t in_heap_after = offset > heap_bytes ? 0 : heap_bytes - offset;
+        if (in.bytes() > in_heap_after) fail_sent_short(source, in_heap_after, in);
         in.type->unpack_range(segment.heap(source) + offset, in.count, 0, in.bytes(), in.base);
         ctx_.direct_from[source] = 1;
       } else if (theirs.mode == in_pages) {
