@@ -157,4 +157,59 @@ TEST(ProcessMemory, CollectivesReadSendersMemoryAndFallBackWhereTheKernelRefuses
   EXPECT_EQ(failures->count.load(), 0);
 }
 
+// A bcast beyond one slot is read out of its root's memory by the kernel's copy (into a
+// contiguous buffer, and into every other word of one through the staging buffer); then rank 1
+// is refused the kernel's copies, and every bcast still delivers, through the slots.
+TEST(ProcessMemory, BcastReadsTheRootsMemoryAndFallsBackWhereTheKernelRefuses) {
+  ScopedEnv cma("SHMCOLL_CMA_MIN", "65536");
+  ScopedEnv slot("SHMCOLL_SLOT_BYTES", "262144");
+  auto* failures = shmcoll::testing::shared_block<Failures>();
+  shmcoll::run(2, {}, [&](shmcoll::Team& team) {
+    using shmcoll::Dtype;
+    const int me = team.rank();
+    constexpr std::size_t kWords = (1 << 20) / 8;
+    std::vector<std::uint64_t> data(kWords), column(2 * kWords);
+    const auto value = [](int root, std::size_t i, int call) {
+      return std::uint64_t(root) << 48 | std::uint64_t(call) << 32 | i;
+    };
+    const auto expect = [&](bool good, const std::string& what) {
+      if (!good) failures->count.fetch_add(1);
+      EXPECT_TRUE(good) << "rank " << me << ": " << what;
+    };
+    const shmcoll::Datatype word(Dtype::u64);
+    const shmcoll::Datatype every_other = shmcoll::Datatype::vector(kWords, 1, 2, word);
+    std::uint64_t read_before_refusal = 0;
+    for (int call = 0; call < 6; ++call) {
+      if (call == 3) {
+        read_before_refusal = shmcoll::shm::process_copy_counts().blocks_read;
+        if (me == 1) ASSERT_TRUE(shmcoll::testing::refuse_cross_memory_copies());
+      }
+      const std::string when = " (call " + std::to_string(call) + ")";
+      for (const int root : {0, 1}) {
+        for (std::size_t i = 0; i < kWords; ++i) data[i] = me == root ? value(root, i, call) : 0;
+        team.bcast(data.data(), kWords, word, root);
+        bool good = true;
+        for (std::size_t i = 0; i < kWords; ++i) good &= data[i] == value(root, i, call);
+        expect(good, "bcast from root " + std::to_string(root) + when);
+        // The root's contiguous words into every other word of the others' buffers.
+        std::fill(column.begin(), column.end(), 0);
+        if (me == root) {
+          for (std::size_t i = 0; i < kWords; ++i) column[2 * i] = data[i] = value(root, i, call);
+          team.bcast(data.data(), kWords, word, root);
+        } else {
+          team.bcast(column.data(), 1, every_other, root);
+        }
+        good = true;
+        for (std::size_t i = 0; i < kWords; ++i) {
+          good &= column[2 * i] == value(root, i, call) && column[2 * i + 1] == 0;
+        }
+        expect(good, "bcast into a column from root " + std::to_string(root) + when);
+      }
+    }
+    // Calls 0 to 2: each rank read the 6 bcasts whose root was the other out of its memory.
+    expect(read_before_refusal >= 6, "bcasts read out of the root's memory");
+  });
+  EXPECT_EQ(failures->count.load(), 0);
+}
+
 }  // namespace
