@@ -8,7 +8,6 @@
 #include "coll/shared_inputs.hpp"
 #include "coll/store.hpp"
 #include "coll/tree_steps.hpp"
-#include "shm/process_memory.hpp"
 #include "util/fail.hpp"
 
 namespace shmcoll::coll {
@@ -151,14 +150,7 @@ bool bcast_from_root_memory(Context& ctx, const Block& data, std::size_t bytes,
          ") sends ", note.bytes, " bytes, not the ", bytes,
          " this rank expects (mismatched counts)");
   }
-  const pid_t pid = rounds.segment().profile(root).pid.load(std::memory_order_relaxed);
-  const bool read =
-      data.type->is_contiguous()
-          ? shm::read_process_memory(pid, note, 0, data.base + data.type->lb(), bytes)
-          : unpack_through_stack(data, bytes,
-                                 [&](std::size_t offset, std::size_t n, std::byte* staging) {
-                                   return shm::read_process_memory(pid, note, offset, staging, n);
-                                 });
+  const bool read = read_from_rank_memory(ctx, root, note, data, bytes);
   return what_any_rank_missed(ctx, rounds.begin(), read ? kMissedNothing : kMissedProcess) ==
          kMissedNothing;
 }

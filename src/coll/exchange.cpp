@@ -285,15 +285,8 @@ class Exchange {
     shm::ProcessNote note;
     std::memcpy(&note, region, sizeof note);
     if (note.bytes < in.bytes()) fail_sent_short(source, note.bytes, in);
-    const pid_t pid = rounds_.segment().profile(source).pid.load(std::memory_order_relaxed);
-    const bool read =
-        in.type->is_contiguous()
-            ? shm::read_process_memory(pid, note, 0, in.base + in.type->lb(), in.bytes())
-            : unpack_through_stack(in, in.bytes(),
-                                   [&](std::size_t offset, std::size_t n, std::byte* staging) {
-                                     return shm::read_process_memory(pid, note, offset, staging, n);
-                                   });
-    if (!read) missed_ |= kMissedProcess;  // the block comes again, through the slots
+    if (!read_from_rank_memory(ctx_, source, note, in, in.bytes()))
+      missed_ |= kMissedProcess;  // the block comes again, through the slots
   }
 
   // in_pages: the note for `block` and the bytes of it outside the shared pages, into `region`.

@@ -82,6 +82,18 @@ bool kernel_copy_applies(const Context& ctx, std::size_t bytes) {
   return least != 0 && bytes >= least && !ctx.cma_refused;
 }
 
+bool read_from_rank_memory(const Context& ctx, std::uint32_t rank, const shm::ProcessNote& note,
+                           const Block& to, std::size_t bytes) {
+  const pid_t pid = ctx.rounds.segment().profile(rank).pid.load(std::memory_order_relaxed);
+  if (to.type->is_contiguous()) {
+    return shm::read_process_memory(pid, note, 0, to.base + to.type->lb(), bytes);
+  }
+  return unpack_through_stack(to, bytes,
+                              [&](std::size_t offset, std::size_t n, std::byte* staging) {
+                                return shm::read_process_memory(pid, note, offset, staging, n);
+                              });
+}
+
 BufferNote note_on(const shm::SharedPages& pages, const std::byte* data, std::size_t bytes,
                    std::size_t unit) {
   const auto within = [&](const std::byte* at) {

@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include "coll/collectives.hpp"
+#include "shm/process_memory.hpp"
 #include "shm/shared_pages.hpp"
 
 namespace shmcoll::coll {
@@ -64,6 +65,11 @@ bool sharing_applies(const Context& ctx, std::size_t bytes);
 // SHMCOLL_CMA_MIN, until a rank of the team is refused it. Every rank knows the block length and
 // the team's settings, so all decide alike.
 bool kernel_copy_applies(const Context& ctx, std::size_t bytes);
+// The first `bytes` packed bytes of `to`, read with the kernel's copy from the block `note`
+// names in `rank`'s memory (into a layout with gaps through a buffer on the stack). False where
+// the kernel refuses; `to` may then hold part of them.
+bool read_from_rank_memory(const Context& ctx, std::uint32_t rank, const shm::ProcessNote& note,
+                           const Block& to, std::size_t bytes);
 
 // Publishes my note for `bytes` at `send` (nullptr: not shared) in `round`, which has begun,
 // after writing the bytes outside the shared pages into my slot; the shared part starts and ends
