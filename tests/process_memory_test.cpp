@@ -158,8 +158,9 @@ TEST(ProcessMemory, CollectivesReadSendersMemoryAndFallBackWhereTheKernelRefuses
 }
 
 // A bcast beyond one slot is read out of its root's memory by the kernel's copy (into a
-// contiguous buffer, and into every other word of one through the staging buffer); then rank 1
-// is refused the kernel's copies, and every bcast still delivers, through the slots.
+// contiguous buffer, whose last half the root writes itself, and into every other word of one
+// through the staging buffer, which the reader reads whole); then rank 1 is refused the kernel's
+// copies (its reads and, as a root, its writes), and every bcast still delivers, through the slots.
 TEST(ProcessMemory, BcastReadsTheRootsMemoryAndFallsBackWhereTheKernelRefuses) {
   ScopedEnv cma("SHMCOLL_CMA_MIN", "65536");
   ScopedEnv slot("SHMCOLL_SLOT_BYTES", "262144");
@@ -178,11 +179,14 @@ TEST(ProcessMemory, BcastReadsTheRootsMemoryAndFallsBackWhereTheKernelRefuses) {
     };
     const shmcoll::Datatype word(Dtype::u64);
     const shmcoll::Datatype every_other = shmcoll::Datatype::vector(kWords, 1, 2, word);
-    std::uint64_t read_before_refusal = 0;
+    std::uint64_t read_before_refusal = 0, written_before_refusal = 0;
     for (int call = 0; call < 6; ++call) {
       if (call == 3) {
         read_before_refusal = shmcoll::shm::process_copy_counts().blocks_read;
-        if (me == 1) ASSERT_TRUE(shmcoll::testing::refuse_cross_memory_copies());
+        written_before_refusal = shmcoll::shm::process_copy_counts().writes;
+        if (me == 1) {
+          ASSERT_TRUE(shmcoll::testing::refuse_cross_memory_copies());
+        }
       }
       const std::string when = " (call " + std::to_string(call) + ")";
       for (const int root : {0, 1}) {
@@ -208,6 +212,8 @@ TEST(ProcessMemory, BcastReadsTheRootsMemoryAndFallsBackWhereTheKernelRefuses) {
     }
     // Calls 0 to 2: each rank read the 6 bcasts whose root was the other out of its memory.
     expect(read_before_refusal >= 6, "bcasts read out of the root's memory");
+    // ... and, as the root of 3 of them into a contiguous buffer, wrote its share into the other's.
+    expect(written_before_refusal >= 3, "root's shares written into the reader's buffer");
   });
   EXPECT_EQ(failures->count.load(), 0);
 }

@@ -114,17 +114,29 @@ bool bcast_from_shared_pages(Context& ctx, const Block& data, std::size_t bytes,
   return every_rank_reached(ctx, rounds.begin(), pages != nullptr);
 }
 
+// The bytes at the end of each receiver's buffer that a bcast_from_root_memory root writes itself:
+// a 1/size share, whole pages, so the root's CPU copies while every reader does (2 bound ranks,
+// 4 MiB: 175 us split in halves against 288 read by the receiver alone, 308 against 582 on data
+// that changes every call). Both sides compute it from what both know.
+std::size_t root_share_bytes(std::size_t bytes, std::uint32_t size) {
+  constexpr std::size_t kPage = 4096;
+  return bytes / size / kPage * kPage;
+}
+
 // Beyond one slot, where the kernel's cross-memory copy applies: the readers copy the root's
 // buffer straight out of its memory (process_vm_readv), one copy where streaming through the
-// slots takes two, and every rank returns once every reader has said it is done. A stream
-// rewrites the slots every call, so its readers fetch every line from the root's core, where a
-// buffer the program did not change since its last bcast is read from caches that already hold
-// it: 2 bound ranks, 2 MiB and 4 MiB, A/B in alternating runs: 92-148 and 179-279 us against
-// 274-355 and 558-603 through the slots; data that changes every call (--vary-data) about even
-// (medians 271 and 569 against 271 and 650). Not where ranks share CPUs: 4 ranks on 2 cores,
-// 2 MiB changing data took 1.1-1.25x longer than through the slots. A root whose buffer has gaps
-// posts no note, and a reader that is refused the copy says so: then all go on through the
-// slots, one round later (the kernel's copy off for the team where it was refused).
+// slots takes two, while the root writes the last share of each receiver's buffer into it
+// (process_vm_writev, root_share_bytes) where that buffer is contiguous; every rank returns once
+// every rank has said it is done (what_any_rank_missed_writing: a root's writes into a receiver
+// end before the receiver returns). A stream rewrites the slots every call, so its readers fetch
+// every line from the root's core, where a buffer the program did not change since its last bcast
+// is read from caches that already hold it: 2 bound ranks, 2 MiB and 4 MiB, A/B in alternating
+// runs, the receiver reading it all: 92-148 and 179-279 us against 274-355 and 558-603 through
+// the slots; data that changes every call (--vary-data) about even (medians 271 and 569 against
+// 271 and 650). Not where ranks share CPUs: 4 ranks on 2 cores, 2 MiB changing data took
+// 1.1-1.25x longer than through the slots. A root whose buffer has gaps posts no note, and a rank
+// that is refused the copy says so: then all go on through the slots, one round later (the
+// kernel's copy off for the team where it was refused).
 bool bcast_from_root_memory(Context& ctx, const Block& data, std::size_t bytes,
                             std::uint32_t root) {
   shm::Rounds& rounds = ctx.rounds;
@@ -132,27 +144,48 @@ bool bcast_from_root_memory(Context& ctx, const Block& data, std::size_t bytes,
       ctx.tree_shape.ranks_share_cpus) {
     return false;
   }
-  const std::uint32_t round = rounds.begin();
-  if (rounds.rank() == root) {
-    const shm::ProcessNote note = data.type->is_contiguous()
-                                      ? shm::process_note(data.base + data.type->lb(), bytes)
+  const std::uint32_t round = rounds.begin(), me = rounds.rank();
+  const auto note_on_my_buffer = [&] {
+    return data.type->is_contiguous() ? shm::process_note(data.base + data.type->lb(), bytes)
                                       : shm::ProcessNote{};
+  };
+  const auto mismatched = [&](std::uint64_t theirs, std::uint32_t rank) {
+    fail(Errc::invalid_argument, "rank ", me, ": bcast rank ", rank, " has ", theirs,
+         " bytes, not the ", bytes, " this rank has (mismatched counts)");
+  };
+  const std::size_t root_share = root_share_bytes(bytes, rounds.size());
+  if (me == root) {
+    const shm::ProcessNote note = note_on_my_buffer();
     rounds.publish_message(round, &note, sizeof note);
     if (note.bytes == 0) return false;
-    return what_any_rank_missed(ctx, rounds.begin(), kMissedNothing) == kMissedNothing;
+    unsigned missed = kMissedNothing;
+    const std::byte* share = data.base + data.type->lb() + (bytes - root_share);
+    for (std::uint32_t reader = 0; reader < rounds.size() && root_share > 0; ++reader) {
+      if (reader == root) continue;
+      shm::ProcessNote destination;
+      std::memcpy(&destination, rounds.wait_message(reader, round), sizeof destination);
+      if (destination.bytes == 0 || missed != kMissedNothing) continue;
+      if (destination.bytes != bytes) mismatched(destination.bytes, reader);
+      const pid_t pid = rounds.segment().profile(reader).pid.load(std::memory_order_relaxed);
+      const bool wrote =
+          write_in_pieces(ctx, reader, root_share, 1, [&](std::size_t at, std::size_t n) {
+            return shm::write_process_memory(pid, destination, bytes - root_share + at, share + at,
+                                             n);
+          });
+      if (!wrote) missed = kMissedProcess;
+    }
+    return what_any_rank_missed_writing(ctx, rounds.begin(), missed, kEveryRank) == kMissedNothing;
   }
-  rounds.publish(round);
+  const shm::ProcessNote mine = note_on_my_buffer();
+  rounds.publish_message(round, &mine, sizeof mine);
   shm::ProcessNote note;
   std::memcpy(&note, rounds.wait_message(root, round), sizeof note);
   if (note.bytes == 0) return false;
-  if (note.bytes != bytes) {
-    fail(Errc::invalid_argument, "rank ", rounds.rank(), ": the bcast root (rank ", root,
-         ") sends ", note.bytes, " bytes, not the ", bytes,
-         " this rank expects (mismatched counts)");
-  }
-  const bool read = read_from_rank_memory(ctx, root, note, data, bytes);
-  return what_any_rank_missed(ctx, rounds.begin(), read ? kMissedNothing : kMissedProcess) ==
-         kMissedNothing;
+  if (note.bytes != bytes) mismatched(note.bytes, root);
+  const std::size_t to_read = mine.bytes == 0 ? bytes : bytes - root_share;
+  const bool read = read_from_rank_memory(ctx, root, note, data, to_read);
+  return what_any_rank_missed_writing(ctx, rounds.begin(), read ? kMissedNothing : kMissedProcess,
+                                      kEveryRank) == kMissedNothing;
 }
 
 }  // namespace

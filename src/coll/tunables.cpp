@@ -39,7 +39,8 @@ constexpr TunableInfo kTunables[] = {
      "receivers copy straight out of the sender's buffer with the kernel's cross-memory copy "
      "(process_vm_readv), and of gather that senders copy straight into the root's "
      "(process_vm_writev), and of a bcast beyond one slot that readers copy straight out of the "
-     "root's (not where ranks share CPUs), one copy instead of two; where a rank cannot (ptrace "
+     "root's while the root writes a share into each (not where ranks share CPUs), one copy "
+     "instead of two; where a rank cannot (ptrace "
      "permission), the team goes back to the slots for good; 0: never"},
     {"SHMCOLL_TREE_MAX", "16384",
      "largest payload the tree algorithms take where the cost model says the tree pays; beyond "
