@@ -40,11 +40,12 @@ void bcast_inline(Context& ctx, const Block& data, std::size_t bytes, std::uint3
 // packs chunk k+1 while the others still unpack chunk k.
 void bcast_chunks(Context& ctx, const Block& data, std::size_t bytes, std::uint32_t root) {
   shm::Rounds& rounds = ctx.rounds;
+  const bool streaming = streams_between_cores(ctx, bytes, stream_chunk_bytes(ctx));
   for_each_chunk(bytes, stream_chunk_bytes(ctx), [&](std::size_t first, std::size_t n) {
     const std::uint32_t round = rounds.begin();
     if (rounds.rank() == root) {
       rounds.wait_slot_free(round);
-      pack_into_slot(data, first, n, rounds.slot(root, round));
+      pack_into_slot(data, first, n, rounds.slot(root, round), streaming);
       rounds.publish(round);
       return;
     }

@@ -52,6 +52,16 @@ inline std::size_t stream_chunk_bytes(const Context& ctx) {
   return ctx.tree_shape.ranks_share_cpus ? slot : std::min(slot, kStreamChunkBytes);
 }
 
+// Whether a message of `bytes` streams through the slots in several chunks of `chunk_bytes` between
+// ranks with CPUs of their own: its chunks are then written past the writer's caches
+// (copy_streaming), as the reader takes each from memory sooner than out of another core's cache,
+// and the chunks would not stay in the caches anyway. 2 bound ranks, buffers written once, A/B in
+// alternating runs: docs/performance.md. Not where ranks share CPUs, where reader and writer may
+// take turns on one core and its cache.
+inline bool streams_between_cores(const Context& ctx, std::size_t bytes, std::size_t chunk_bytes) {
+  return !ctx.tree_shape.ranks_share_cpus && bytes > chunk_bytes;
+}
+
 struct Piece {
   std::size_t first;  // bytes into the chunk
   std::size_t bytes;
