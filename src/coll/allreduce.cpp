@@ -56,7 +56,7 @@ void allreduce_all_read(Context& ctx, const std::byte* send, std::byte* recv, st
   const std::uint32_t me = rounds.rank();
   const std::size_t element_bytes = dtype_size(dtype);
   const std::size_t chunk = stream_chunk_bytes(ctx) / element_bytes;
-  const bool streaming = streams_between_cores(ctx, count * element_bytes, chunk * element_bytes);
+  const bool streaming = streams_between_cores(ctx, count * element_bytes);
   for_each_chunk(count, chunk, [&](std::size_t first, std::size_t n) {
     const std::size_t offset = first * element_bytes;
     const std::uint32_t round = rounds.begin();

@@ -40,7 +40,7 @@ void bcast_inline(Context& ctx, const Block& data, std::size_t bytes, std::uint3
 // packs chunk k+1 while the others still unpack chunk k.
 void bcast_chunks(Context& ctx, const Block& data, std::size_t bytes, std::uint32_t root) {
   shm::Rounds& rounds = ctx.rounds;
-  const bool streaming = streams_between_cores(ctx, bytes, stream_chunk_bytes(ctx));
+  const bool streaming = streams_between_cores(ctx, bytes);
   for_each_chunk(bytes, stream_chunk_bytes(ctx), [&](std::size_t first, std::size_t n) {
     const std::uint32_t round = rounds.begin();
     if (rounds.rank() == root) {
@@ -72,7 +72,8 @@ void bcast_one_slot(Context& ctx, const Block& data, std::size_t bytes, std::uin
     rounds.wait_slot_free(first_round);
     const bool changed = publish_pieces(
         rounds, first_round, bytes, pieces, &pieces, sizeof pieces, [&](const Piece& piece) {
-          return pack_into_slot(data, piece.first, piece.bytes, slot + piece.first);
+          return pack_into_slot(data, piece.first, piece.bytes, slot + piece.first,
+                                streams_between_cores(ctx, bytes));
         });
     ctx.bcast_data_was_unchanged = !changed;
     return;

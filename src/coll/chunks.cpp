@@ -46,7 +46,7 @@ std::uint32_t reduce_own_slice(Context& ctx, const std::byte* send, std::size_t 
     const Slice slice = slice_of(count, size, peer, element_bytes);
     if (peer == me || slice.count == 0) continue;
     store_changes(my_copy + slice.first * element_bytes, send + slice.first * element_bytes,
-                  slice.count * element_bytes);
+                  slice.count * element_bytes, streams_between_cores(ctx, count * element_bytes));
   }
   rounds.publish(copy_round);
 

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <optional>
 
+#include "coll/chunks.hpp"
 #include "coll/shared_inputs.hpp"
 #include "coll/store.hpp"
 #include "shm/process_memory.hpp"
@@ -378,7 +379,8 @@ class Exchange {
             shm::process_note(block.base + block.type->lb(), block.bytes());
         std::memcpy(slot + region * geometry_.slot_region, &note, sizeof note);
       } else {
-        pack_into_slot(block, 0, geometry_.slot_region, slot + region * geometry_.slot_region);
+        pack_into_slot(block, 0, geometry_.slot_region, slot + region * geometry_.slot_region,
+                       streams_between_cores(ctx_, block.bytes()));
       }
     });
     rounds_.publish_message(round, line, line_bytes);
@@ -481,7 +483,8 @@ class Exchange {
       std::byte* slot = rounds_.slot(me_, round);
       for_each_outgoing([&](const Block& block, std::uint32_t region) {
         if (block.bytes() <= offset) return;
-        pack_into_slot(block, offset, geometry_.slot_region, slot + region * geometry_.slot_region);
+        pack_into_slot(block, offset, geometry_.slot_region, slot + region * geometry_.slot_region,
+                       streams_between_cores(ctx_, block.bytes()));
       });
     }
     if (mode_ != in_lines || k >= my_rounds_) rounds_.publish(round);

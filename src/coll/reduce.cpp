@@ -37,7 +37,7 @@ void reduce_root_reads(Context& ctx, const std::byte* send, std::byte* recv, std
   const std::uint32_t me = rounds.rank();
   const std::size_t element_bytes = dtype_size(dtype);
   const std::size_t chunk = stream_chunk_bytes(ctx) / element_bytes;
-  const bool streaming = streams_between_cores(ctx, count * element_bytes, chunk * element_bytes);
+  const bool streaming = streams_between_cores(ctx, count * element_bytes);
   for_each_chunk(count, chunk, [&](std::size_t first, std::size_t n) {
     const std::size_t offset = first * element_bytes;
     const std::uint32_t round = rounds.begin();
@@ -68,10 +68,12 @@ void reduce_root_reads_pieces(Context& ctx, const std::byte* send, std::byte* re
     rounds.wait_slot_free(first_round);
     std::byte* const slot = rounds.slot(me, first_round);
     const std::uint8_t whole = !ctx.reduce_data_was_unchanged;
-    const bool changed_whole = whole && store_changes(slot, send, bytes);
+    const bool streaming = streams_between_cores(ctx, bytes);
+    const bool changed_whole = whole && store_changes(slot, send, bytes, streaming);
     const bool changed_in_pieces = publish_pieces(
         rounds, first_round, bytes, pieces, &whole, sizeof whole, [&](const Piece& piece) {
-          return !whole && store_changes(slot + piece.first, send + piece.first, piece.bytes);
+          return !whole &&
+                 store_changes(slot + piece.first, send + piece.first, piece.bytes, streaming);
         });
     ctx.reduce_data_was_unchanged = !changed_whole && !changed_in_pieces;
     return;

@@ -36,7 +36,7 @@ void scan_chunks(Context& ctx, const std::byte* in, std::byte* out, std::size_t 
   shm::Rounds& rounds = ctx.rounds;
   const std::uint32_t me = rounds.rank();
   const std::size_t element_bytes = dtype_size(dtype);
-  const bool streaming = streams_between_cores(ctx, count * element_bytes, rounds.slot_bytes());
+  const bool streaming = streams_between_cores(ctx, count * element_bytes);
   for_each_chunk(count, rounds.slot_bytes() / element_bytes, [&](std::size_t first, std::size_t n) {
     const std::size_t offset = first * element_bytes;
     const std::uint32_t round = rounds.begin();
