@@ -34,14 +34,15 @@ constexpr TunableInfo kTunables[] = {
      "more onto shared memory on its second call, in place: faster large calls, but the "
      "program's mappings change (locks, huge pages, NUMA policies, device registrations, mremap "
      "growth and fork are not kept as they were: docs/limits.md)"},
-    {"SHMCOLL_CMA_MIN", "262144",
+    {"SHMCOLL_CMA_MIN", "0",
      "smallest block of scatter, alltoall and 2-rank allgather (and their v/w forms) that "
      "receivers copy straight out of the sender's buffer with the kernel's cross-memory copy "
      "(process_vm_readv), and of gather that senders copy straight into the root's "
      "(process_vm_writev), and of a bcast beyond one slot that readers copy straight out of the "
      "root's while the root writes a share into each (not where ranks share CPUs), one copy "
-     "instead of two; where a rank cannot (ptrace "
-     "permission), the team goes back to the slots for good; 0: never"},
+     "instead of two; where a rank cannot (ptrace permission), the team goes back to the slots "
+     "for good; 0 (the default): never, as the slots' streaming stores measured faster at every "
+     "size (docs/performance.md)"},
     {"SHMCOLL_TREE_MAX", "16384",
      "largest payload the tree algorithms take where the cost model says the tree pays; beyond "
      "it the sliced algorithms share the bandwidth among all ranks"},
@@ -216,7 +217,7 @@ Tunables Tunables::from_env() {
   team.share_pages_min =
       static_cast<std::uint64_t>(env_number("SHMCOLL_SHARE_PAGES_MIN", 256 << 10));
   team.move_pages = env_flag("SHMCOLL_MOVE_PAGES", false);
-  team.cma_min = static_cast<std::uint64_t>(env_number("SHMCOLL_CMA_MIN", 256 << 10));
+  team.cma_min = static_cast<std::uint64_t>(env_number("SHMCOLL_CMA_MIN", 0));
   team.tree_max = static_cast<std::uint64_t>(env_number("SHMCOLL_TREE_MAX", 16 << 10));
   team.allreduce_small_max =
       static_cast<std::uint64_t>(env_number("SHMCOLL_ALLREDUCE_SMALL_MAX", 16 << 10));
