@@ -69,11 +69,11 @@ void bcast_one_slot(Context& ctx, const Block& data, std::size_t bytes, std::uin
   if (rounds.rank() == root) {
     const bool in_pieces = ctx.bcast_data_was_unchanged && !ctx.tree_shape.ranks_share_cpus;
     const std::uint32_t pieces = in_pieces ? piece_count(bytes) : 1;
+    const bool streaming = streams_between_cores(ctx, bytes);
     rounds.wait_slot_free(first_round);
     const bool changed = publish_pieces(
         rounds, first_round, bytes, pieces, &pieces, sizeof pieces, [&](const Piece& piece) {
-          return pack_into_slot(data, piece.first, piece.bytes, slot + piece.first,
-                                streams_between_cores(ctx, bytes));
+          return pack_into_slot(data, piece.first, piece.bytes, slot + piece.first, streaming);
         });
     ctx.bcast_data_was_unchanged = !changed;
     return;
@@ -161,19 +161,15 @@ bool bcast_from_root_memory(Context& ctx, const Block& data, std::size_t bytes,
     rounds.publish_message(round, &note, sizeof note);
     if (note.bytes == 0) return false;
     unsigned missed = kMissedNothing;
-    const std::byte* share = data.base + data.type->lb() + (bytes - root_share);
     for (std::uint32_t reader = 0; reader < rounds.size() && root_share > 0; ++reader) {
       if (reader == root) continue;
       shm::ProcessNote destination;
       std::memcpy(&destination, rounds.wait_message(reader, round), sizeof destination);
       if (destination.bytes == 0 || missed != kMissedNothing) continue;
       if (destination.bytes != bytes) mismatched(destination.bytes, reader);
-      const pid_t pid = rounds.segment().profile(reader).pid.load(std::memory_order_relaxed);
-      const bool wrote =
-          write_in_pieces(ctx, reader, root_share, 1, [&](std::size_t at, std::size_t n) {
-            return shm::write_process_memory(pid, destination, bytes - root_share + at, share + at,
-                                             n);
-          });
+      const std::size_t share_from = bytes - root_share;
+      const bool wrote = write_into_rank_memory(ctx, reader, destination, share_from, data,
+                                                share_from, root_share);
       if (!wrote) missed = kMissedProcess;
     }
     return what_any_rank_missed_writing(ctx, rounds.begin(), missed, kEveryRank) == kMissedNothing;

@@ -54,16 +54,6 @@ bool unpack_through_stack(const Block& to, std::size_t bytes, Fetch&& fetch) {
   });
 }
 
-// The other way: the first `bytes` of `from` packed into the buffer a piece at a time, each
-// handed to `deliver` (offset, length, piece); false as soon as a delivery fails.
-template <typename Deliver>
-bool pack_through_stack(const Block& from, std::size_t bytes, Deliver&& deliver) {
-  return through_stack(bytes, [&](std::size_t offset, std::size_t n, std::byte* staging) {
-    from.type->pack_range(from.base, from.count, offset, n, staging);
-    return deliver(offset, n, staging);
-  });
-}
-
 // One block per rank in a buffer, in MPI's three forms: regular (alltoall: `count` elements per
 // rank, back to back), v (counts and displacements in extents of one type) and w (counts,
 // displacements in bytes, a type per rank).

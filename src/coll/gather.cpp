@@ -133,25 +133,6 @@ bool write_into_root_pages(Context& ctx, const Block& send, std::uint32_t root,
   return pages != nullptr;
 }
 
-// A sender's side of gather_into_root_buffer through the kernel: my block into the root's
-// memory. False where the kernel refuses.
-bool write_into_root_memory(Context& ctx, const Block& send, std::uint32_t root,
-                            std::size_t block_bytes, const shm::ProcessNote& note) {
-  const pid_t pid = ctx.rounds.segment().profile(root).pid.load(std::memory_order_relaxed);
-  const std::size_t at = ctx.rounds.rank() * block_bytes;
-  if (send.type->is_contiguous()) {
-    const std::byte* data = send.base + send.type->lb();
-    return write_in_pieces(ctx, root, block_bytes, 1, [&](std::size_t offset, std::size_t n) {
-      return shm::write_process_memory(pid, note, at + offset, data + offset, n);
-    });
-  }
-  return pack_through_stack(send, block_bytes,
-                            [&](std::size_t offset, std::size_t n, const std::byte* piece) {
-                              const shm::WriteInto writing(ctx.rounds, root);
-                              return shm::write_process_memory(pid, note, at + offset, piece, n);
-                            });
-}
-
 // Gather straight into the root's receive buffer, where its blocks lie back to back: through its
 // shared pages (shm/shared_pages.hpp) when it has them, else through the kernel's cross-memory
 // copy (process_vm_writev, where kernel_copy_applies). In round one the root posts its note; each
@@ -209,7 +190,8 @@ bool gather_into_root_buffer(Context& ctx, const Block& send, const Layout& recv
     if (!write_into_root_pages(ctx, send, root, block_bytes, notes.pages, done)) {
       missed = kMissedPages;
     }
-  } else if (!write_into_root_memory(ctx, send, root, block_bytes, notes.process)) {
+  } else if (!write_into_rank_memory(ctx, root, notes.process, me * block_bytes, send, 0,
+                                     block_bytes)) {
     missed = kMissedProcess;
   }
   return what_any_rank_missed_writing(ctx, done, missed, root) == kMissedNothing;

@@ -94,6 +94,23 @@ bool read_from_rank_memory(const Context& ctx, std::uint32_t rank, const shm::Pr
                               });
 }
 
+bool write_into_rank_memory(Context& ctx, std::uint32_t rank, const shm::ProcessNote& note,
+                            std::size_t at, const Block& from, std::size_t first,
+                            std::size_t bytes) {
+  const pid_t pid = ctx.rounds.segment().profile(rank).pid.load(std::memory_order_relaxed);
+  if (from.type->is_contiguous()) {
+    const std::byte* data = from.base + from.type->lb() + first;
+    return write_in_pieces(ctx, rank, bytes, 1, [&](std::size_t offset, std::size_t n) {
+      return shm::write_process_memory(pid, note, at + offset, data + offset, n);
+    });
+  }
+  return through_stack(bytes, [&](std::size_t offset, std::size_t n, std::byte* staging) {
+    from.type->pack_range(from.base, from.count, first + offset, n, staging);
+    const shm::WriteInto writing(ctx.rounds, rank);
+    return shm::write_process_memory(pid, note, at + offset, staging, n);
+  });
+}
+
 BufferNote note_on(const shm::SharedPages& pages, const std::byte* data, std::size_t bytes,
                    std::size_t unit) {
   const auto within = [&](const std::byte* at) {

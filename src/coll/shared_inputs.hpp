@@ -70,6 +70,12 @@ bool kernel_copy_applies(const Context& ctx, std::size_t bytes);
 // the kernel refuses; `to` may then hold part of them.
 bool read_from_rank_memory(const Context& ctx, std::uint32_t rank, const shm::ProcessNote& note,
                            const Block& to, std::size_t bytes);
+// The other way: `bytes` packed bytes of `from`, from its packed byte `first`, written with the
+// kernel's copy at byte `at` of the block `note` names in `rank`'s memory, in pieces
+// (write_in_pieces, below). False where the kernel refuses.
+bool write_into_rank_memory(Context& ctx, std::uint32_t rank, const shm::ProcessNote& note,
+                            std::size_t at, const Block& from, std::size_t first,
+                            std::size_t bytes);
 
 // Publishes my note for `bytes` at `send` (nullptr: not shared) in `round`, which has begun,
 // after writing the bytes outside the shared pages into my slot; the shared part starts and ends
