@@ -218,4 +218,75 @@ TEST(ProcessMemory, BcastReadsTheRootsMemoryAndFallsBackWhereTheKernelRefuses) {
   EXPECT_EQ(failures->count.load(), 0);
 }
 
+// Where ranks share CPUs, a scatter's blocks that take more than one round through the slots are
+// read out of the root's memory by the kernel's copy, with the copy left off otherwise
+// (SHMCOLL_CMA_MIN=0), a scatterv's too; a one-round block still goes through the slots; then
+// rank 1 is refused the kernel's copies, and every scatter still delivers, through the slots.
+TEST(ProcessMemory, AScatterWhereRanksShareCpusIsReadOutOfTheRootsMemory) {
+  ScopedEnv cma("SHMCOLL_CMA_MIN", "0");
+  ScopedEnv slot("SHMCOLL_SLOT_BYTES", "262144");  // 3 ranks: 128 KiB a block a round
+  auto* failures = shmcoll::testing::shared_block<Failures>();
+  shmcoll::Options options;
+  options.processes_share_cpus = true;
+  shmcoll::run(3, options, [&](shmcoll::Team& team) {
+    using shmcoll::Dtype;
+    const int me = team.rank(), size = team.size();
+    constexpr std::size_t kWords = (256 << 10) / 8;
+    std::vector<std::uint64_t> send(size * kWords), recv(kWords);
+    const auto value = [](int to, std::size_t i, int call) {
+      return std::uint64_t(to) << 40 | std::uint64_t(call) << 32 | i;
+    };
+    const auto expect = [&](bool good, const std::string& what) {
+      if (!good) failures->count.fetch_add(1);
+      EXPECT_TRUE(good) << "rank " << me << ": " << what;
+    };
+    const shmcoll::Datatype word(Dtype::u64);
+    const std::vector<std::int64_t> counts(size, kWords);
+    std::vector<std::int64_t> offsets(size);
+    for (int to = 0; to < size; ++to) offsets[to] = std::int64_t((size - 1 - to) * kWords);
+    std::uint64_t read_before = 0, read_one_round = 0, read_before_refusal = 0;
+    for (int call = 0; call < 6; ++call) {
+      const int root = call % size;
+      if (call == 3) {
+        read_before_refusal = shmcoll::shm::process_copy_counts().blocks_read;
+        if (me == 1) {
+          ASSERT_TRUE(shmcoll::testing::refuse_cross_memory_copies());
+        }
+      }
+      const std::string when =
+          " (call " + std::to_string(call) + ", root " + std::to_string(root) + ")";
+      for (int to = 0; to < size; ++to) {
+        for (std::size_t i = 0; i < kWords; ++i) send[to * kWords + i] = value(to, i, call);
+      }
+      std::fill(recv.begin(), recv.end(), 0);
+      team.scatter(send.data(), kWords, word, recv.data(), kWords, word, root);
+      bool good = true;
+      for (std::size_t i = 0; i < kWords; ++i) good &= recv[i] == value(me, i, call);
+      expect(good, "scatter" + when);
+      // The blocks in reverse order: rank r's at (size - 1 - r) blocks.
+      for (int to = 0; to < size; ++to) {
+        for (std::size_t i = 0; i < kWords; ++i) {
+          send[offsets[to] + i] = value(to, i, call + 100);
+        }
+      }
+      std::fill(recv.begin(), recv.end(), 0);
+      team.scatterv(send.data(), counts, offsets, word, recv.data(), kWords, word, root);
+      good = true;
+      for (std::size_t i = 0; i < kWords; ++i) good &= recv[i] == value(me, i, call + 100);
+      expect(good, "scatterv" + when);
+      if (call == 0) {
+        read_before = shmcoll::shm::process_copy_counts().blocks_read;
+        // A block of one round (64 KiB) goes through the slots.
+        team.scatter(send.data(), kWords / 4, word, recv.data(), kWords / 4, word, root);
+        read_one_round = shmcoll::shm::process_copy_counts().blocks_read;
+      }
+    }
+    if (me != 0) expect(read_before >= 2, "call 0's scatter and scatterv read by the kernel");
+    expect(read_one_round == read_before, "a one-round scatter through the slots");
+    // Calls 0 to 2: a reader of 2 scatters and 2 scatterv.
+    expect(read_before_refusal >= 4, "scatters read out of the root's memory");
+  });
+  EXPECT_EQ(failures->count.load(), 0);
+}
+
 }  // namespace

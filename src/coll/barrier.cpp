@@ -26,8 +26,11 @@ void barrier_tree(Context& ctx) {
 // Released by `releaser`, in two rounds: every rank first publishes its arrival, so ranks that
 // disagree about the releaser (a crossed rooted call before) find each other's and fail with the
 // mismatch instead of waiting for each other. The releaser then waits for every arrival and
-// publishes the release, and leaves first; the others check its arrival, wait on its line for the
-// release and publish theirs, which nobody waits for.
+// publishes the release, and leaves first; the others check its arrival and wait on its line for
+// the release. Nobody waits for the others' release round, so they publish it with their
+// arrival: the releaser's next call may then write its slot (wait_slot_free: everyone has
+// published the round before) at once, where it otherwise waited for each of them to get a CPU
+// again (osu_bcast of 1 KiB, 4 ranks on 2 cores: 15-21 us against 0.5).
 void barrier_released_by(Context& ctx, std::uint32_t releaser) {
   shm::Rounds& rounds = ctx.rounds;
   const std::uint32_t arrival = rounds.begin();
@@ -35,11 +38,12 @@ void barrier_released_by(Context& ctx, std::uint32_t releaser) {
   const std::uint32_t release = rounds.begin();
   if (rounds.rank() == releaser) {
     rounds.wait_for_all(arrival);
-  } else {
-    rounds.wait_for(releaser, arrival);
-    rounds.wait_for(releaser, release);
+    rounds.publish(release);
+    return;
   }
   rounds.publish(release);
+  rounds.wait_for(releaser, arrival);
+  rounds.wait_for(releaser, release);
 }
 
 // Where ranks share CPUs each rank must run twice per barrier (to arrive, then to leave); here

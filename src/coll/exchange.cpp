@@ -275,9 +275,19 @@ class Exchange {
   // (shmcoll-bench-cma), so n - 1 reads of a block cost more than its copy into my slot and the
   // n - 1 copies out of it from 3 ranks up (4 ranks on 2 cores, 256 KiB and 1 MiB: 0.87-1.56x
   // the slots' time, slower in 3 of 4 runs).
+  // Whatever SHMCOLL_CMA_MIN says, a scatter's root whose blocks take more than one round
+  // through the slots, where ranks share CPUs: there it copies every block into its slot itself,
+  // round after round, each round waiting for the readers to be scheduled, where each reader
+  // can instead copy its own block at once (osu_scatter, 8 ranks on 2 cores, us with the slots /
+  // with the kernel's copy: 1 MiB 676-889 / 221-289, 4 MiB 3407-3758 / 1683-2594; 4 ranks,
+  // 1 MiB 153-156 / 130-132; one round, 4 ranks, 256 KiB: 23 / 42-43).
   bool read_from_my_memory(std::size_t longest) const {
-    return in_place_allowed_ && shape_.direct_allowed && !shape_.one_receiver &&
-           (shape_.personalized || size_ <= 2) && kernel_copy_applies(ctx_, longest);
+    if (!in_place_allowed_ || !shape_.direct_allowed || shape_.one_receiver) return false;
+    if (shape_.one_sender && ctx_.tree_shape.ranks_share_cpus && !ctx_.cma_refused &&
+        longest > geometry_.slot_region) {
+      return true;
+    }
+    return (shape_.personalized || size_ <= 2) && kernel_copy_applies(ctx_, longest);
   }
 
   // in_process: block `in` from `source`, whose note is at `region`, read out of its memory (a

@@ -42,7 +42,8 @@ constexpr TunableInfo kTunables[] = {
      "root's while the root writes a share into each (not where ranks share CPUs), one copy "
      "instead of two; where a rank cannot (ptrace permission), the team goes back to the slots "
      "for good; 0 (the default): never, as the slots' streaming stores measured faster at every "
-     "size (docs/performance.md)"},
+     "size (docs/performance.md), but for a scatter's blocks that take more than one round "
+     "through the slots where ranks share CPUs (docs/performance-osu.md)"},
     {"SHMCOLL_TREE_MAX", "16384",
      "largest payload the tree algorithms take where the cost model says the tree pays; beyond "
      "it the sliced algorithms share the bandwidth among all ranks"},
