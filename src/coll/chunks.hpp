@@ -37,14 +37,13 @@ inline constexpr std::size_t kPiecesWanted = 8;
 
 // A message longer than a slot streams through the two slots in chunks of at most this size
 // where ranks do not share CPUs: readers start on the first chunk sooner, while the writer fills
-// the next. Too short a chunk makes the reader fetch lines the writer has only just written,
-// from its cache. 2 ranks, shmcoll-bench -n 2 --method single --written, 3 interleaved runs on
-// 2026-11-28, 256 KiB / 512 KiB / slot-sized (1 MiB) chunks, us: bcast of 4 MiB 392-407 /
-// 240-256 / 170-172, of 16 MiB 1781-1791 / 1043-1111 / 859-909; reduce of 4 MiB 326-337 /
-// 208-210 / 208-210, of 16 MiB 1625-1693 / 1262-1338 / 1295-1471; allreduce of 8 MiB 960-970 /
-// 883-900 / 945-993. (That morning, when this VM ran memory-bound work about 2x slower, 256 KiB
-// had beaten 1 MiB: bcast of 2 MiB 281-331 against 366-378.) Where ranks share CPUs every round
-// may cost a switch: chunks stay a slot long there.
+// the next. 2 ranks, shmcoll-bench -n 2 --method single --written, 3 interleaved runs on
+// 2026-11-30 with the chunks' streaming stores, 256 KiB / 512 KiB / slot-sized (1 MiB) chunks,
+// us: bcast of 4 MiB 137-141 / 139-144 / 185-218, of 16 MiB 578-615 / 557-602 / 612-655; reduce
+// of 4 MiB 161-171 / 153-192 / 195-218; allreduce of 16 MiB 1573-1669 / 1516-1625 / 1644-1807;
+// scan of 4 MiB 268-302 / 257-296 / 229-282. (With ordinary stores, 2026-11-28, 1 MiB had won
+// the bcast: of 4 MiB 392-407 / 240-256 / 170-172.) Where ranks share CPUs every round may cost
+// a switch: chunks stay a slot long there.
 inline constexpr std::size_t kStreamChunkBytes = 512 << 10;
 
 inline std::size_t stream_chunk_bytes(const Context& ctx) {
