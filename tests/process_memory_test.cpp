@@ -77,8 +77,14 @@ TEST(ProcessMemory, ANoteIsHonouredOnlyByTheProcessThatWroteIt) {
   EXPECT_FALSE(read_process_memory(child, note, 0, got.data(), got.size())) << "after its exit";
 }
 
+// The checks of ranks forked by shmcoll::run, counted where the parent reads them once the ranks
+// have exited (a rank's own gtest failures do not reach it).
 struct Failures {
   std::atomic<int> count;
+  void expect(bool good, int rank, const std::string& what) {
+    if (!good) count.fetch_add(1);
+    EXPECT_TRUE(good) << "rank " << rank << ": " << what;
+  }
 };
 
 // Every block of scatter, allgather and alltoall (and a column-typed receive, read through the
@@ -97,8 +103,7 @@ TEST(ProcessMemory, CollectivesReadSendersMemoryAndFallBackWhereTheKernelRefuses
       return std::uint64_t(from) << 48 | std::uint64_t(to) << 40 | std::uint64_t(call) << 32 | i;
     };
     const auto expect = [&](bool good, const std::string& what) {
-      if (!good) failures->count.fetch_add(1);
-      EXPECT_TRUE(good) << "rank " << me << ": " << what;
+      failures->expect(good, me, what);
     };
     const shmcoll::Datatype bytes(Dtype::u8);
     for (int call = 0; call < 6; ++call) {
@@ -174,8 +179,7 @@ TEST(ProcessMemory, BcastReadsTheRootsMemoryAndFallsBackWhereTheKernelRefuses) {
       return std::uint64_t(root) << 48 | std::uint64_t(call) << 32 | i;
     };
     const auto expect = [&](bool good, const std::string& what) {
-      if (!good) failures->count.fetch_add(1);
-      EXPECT_TRUE(good) << "rank " << me << ": " << what;
+      failures->expect(good, me, what);
     };
     const shmcoll::Datatype word(Dtype::u64);
     const shmcoll::Datatype every_other = shmcoll::Datatype::vector(kWords, 1, 2, word);
@@ -237,8 +241,7 @@ TEST(ProcessMemory, AScatterWhereRanksShareCpusIsReadOutOfTheRootsMemory) {
       return std::uint64_t(to) << 40 | std::uint64_t(call) << 32 | i;
     };
     const auto expect = [&](bool good, const std::string& what) {
-      if (!good) failures->count.fetch_add(1);
-      EXPECT_TRUE(good) << "rank " << me << ": " << what;
+      failures->expect(good, me, what);
     };
     const shmcoll::Datatype word(Dtype::u64);
     const std::vector<std::int64_t> counts(size, kWords);
