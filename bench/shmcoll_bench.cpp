@@ -18,12 +18,14 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <string>
 #include <vector>
 
 #include "bench_plot.hpp"
 #include "bench_report.hpp"
+#include "coll/machine_tuning.hpp"
 #include "mpi_contender.hpp"
 #include "native_bench.hpp"
 
@@ -149,9 +151,10 @@ std::string utc_now() {
   return text;
 }
 
-// The SHMCOLL_* variables this run was started with, sorted, for the JSON: a run's setting is
-// part of what it measured.
-std::vector<std::pair<std::string, std::string>> shmcoll_tunables() {
+// The SHMCOLL_* variables this run was started with, and the values the machine's tuning file
+// gives the rest, sorted, for the JSON: a run's setting is part of what it measured.
+std::vector<std::pair<std::string, std::string>> shmcoll_tunables(
+    const shmcoll::coll::MachineTuning& tuning) {
   std::vector<std::pair<std::string, std::string>> set;
   for (char** entry = environ; *entry != nullptr; ++entry) {
     const std::string text = *entry;
@@ -159,6 +162,9 @@ std::vector<std::pair<std::string, std::string>> shmcoll_tunables() {
     if (text.rfind("SHMCOLL_", 0) == 0 && equals != std::string::npos) {
       set.emplace_back(text.substr(0, equals), text.substr(equals + 1));
     }
+  }
+  for (const auto& [name, value] : tuning.values) {
+    if (std::getenv(name.c_str()) == nullptr) set.emplace_back(name, value + " (tuning file)");
   }
   std::sort(set.begin(), set.end());
   return set;
@@ -250,6 +256,8 @@ int main(int argc, char** argv) {
     const bench::References refs = bench::measure_references(message_sizes);
     std::printf("# references: cache-line round trip %.3f us, two-rank line exchange %.3f us\n",
                 refs.line_round_trip_seconds * 1e6, refs.line_exchange_seconds * 1e6);
+    const auto tuning = shmcoll::coll::MachineTuning::load();
+    std::printf("# tuning: %s\n", tuning.status.c_str());
     const bench::RunInfo info{config.ranks,
                               shmcoll::dtype_name(config.dtype),
                               shmcoll::op_name(config.op),
@@ -261,7 +269,7 @@ int main(int argc, char** argv) {
                               label,
                               config.bind_to,
                               static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)),
-                              shmcoll_tunables()};
+                              shmcoll_tunables(tuning)};
     std::vector<bench::Sweep> sweeps;
     int mismatches = 0;
     for (const std::string& coll : collectives) {

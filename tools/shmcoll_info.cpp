@@ -10,6 +10,7 @@
 
 #include "api/environment.hpp"
 #include "api/rank_setup.hpp"
+#include "coll/machine_tuning.hpp"
 #include "coll/tunables.hpp"
 #include "ops/reduce.hpp"
 #include "shm/layout.hpp"
@@ -77,6 +78,11 @@ ordered_json describe(int ranks) {
                       {"numa_nodes", topology.count(shmcoll::topo::Level::numa)},
                       {"cores", topology.core_count()},
                       {"summary", topology.summary()}};
+  const auto tuning = shmcoll::coll::MachineTuning::load();
+  info["tuning"] = {{"machine", shmcoll::coll::machine_kind()},
+                    {"file", tuning.path},
+                    {"status", tuning.status},
+                    {"values", tuning.values}};
   const auto budget = shmcoll::topo::CpuBudget::of_this_process();
   const auto tunables = shmcoll::coll::Tunables::from_env();
   const bool shared = ranks > budget.usable();
@@ -131,6 +137,9 @@ void print_text(const ordered_json& info) {
   std::printf(
       "  topology:  %s, %d cores\n    %s\n", info["topology"]["source"].get<std::string>().c_str(),
       info["topology"]["cores"].get<int>(), info["topology"]["summary"].get<std::string>().c_str());
+  std::printf("  tuning:    %s\n    (this machine: %s)\n",
+              info["tuning"]["status"].get<std::string>().c_str(),
+              info["tuning"]["machine"].get<std::string>().c_str());
   const auto& cpus = info["cpus"];
   const std::string quota = cpus["cgroup_quota"].is_null()
                                 ? std::string("no cgroup quota")
@@ -206,7 +215,14 @@ int main(int argc, char** argv) {
   bool variables_markdown = false;
   app.add_flag("--variables-markdown", variables_markdown,
                "print only the environment variables, as the markdown table of docs/tunables.md");
+  bool machine = false;
+  app.add_flag("--machine", machine,
+               "print only this machine's kind, as a tuning file names it (tools/shmcoll-tune)");
   CLI11_PARSE(app, argc, argv);
+  if (machine) {
+    std::printf("%s\n", shmcoll::coll::machine_kind().c_str());
+    return 0;
+  }
   if (variables_markdown) {
     print_variables_markdown();
     return 0;

@@ -51,18 +51,20 @@ inline std::size_t stream_chunk_bytes(const Context& ctx) {
   return ctx.tree_shape.ranks_share_cpus ? slot : std::min(slot, kStreamChunkBytes);
 }
 
-// Slot writes of a message (or an exchange's block) from this many bytes, between ranks with CPUs
-// of their own, go past the writer's caches (copy_streaming): the reader, on another core, takes
-// the lines from memory sooner than out of the writer's cache on this project's host (AMD family
-// 26 VM). 2 bound ranks, A/B in alternating runs (2026-11-30, shmcoll-bench -n 2 --vary-data,
-// data that changes every call, 2 runs each, us ordinary/streaming): bcast of 16 KiB 3.0/1.7, of
-// 256 KiB 36-41/10-11; reduce of 64 KiB 10-11/4.6-5.1, of 4 MiB 552-661/252-266; allreduce of
-// 1 MiB 217-219/97-111; alltoall of 64 KiB blocks 18-20/11-15. Data unchanged since the last
-// call is not stored at all (store_changes), so loops over one buffer measured the same. Not
-// where ranks share CPUs, where reader and writer may take turns on one core and its cache.
-inline constexpr std::size_t kStreamingStoresMin = 4096;
+// Slot writes of a message (or an exchange's block) from SHMCOLL_STREAM_MIN bytes (4 KiB by
+// default), between ranks with CPUs of their own, go past the writer's caches (copy_streaming):
+// the reader, on another core, takes the lines from memory sooner than out of the writer's cache
+// on the AMD family 26 VM. 2 bound ranks, A/B in alternating runs (2026-11-30, shmcoll-bench -n 2
+// --vary-data, data that changes every call, 2 runs each, us ordinary/streaming): bcast of 16 KiB
+// 3.0/1.7, of 256 KiB 36-41/10-11; reduce of 64 KiB 10-11/4.6-5.1, of 4 MiB 552-661/252-266;
+// allreduce of 1 MiB 217-219/97-111; alltoall of 64 KiB blocks 18-20/11-15. On an Intel Xeon VM
+// (2026-12-05) the same stores made 1-4 MiB calls 15-25% slower, so machines differ: it is one
+// of the settings tools/shmcoll-tune measures per machine. Data unchanged since the last call is
+// not stored at all (store_changes). Not where ranks share CPUs, where reader and writer may
+// take turns on one core and its cache.
 inline bool streams_between_cores(const Context& ctx, std::size_t bytes) {
-  return !ctx.tree_shape.ranks_share_cpus && bytes >= kStreamingStoresMin;
+  const std::uint64_t least = ctx.tunables.stream_min;
+  return !ctx.tree_shape.ranks_share_cpus && least != 0 && bytes >= least;
 }
 
 struct Piece {

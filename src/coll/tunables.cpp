@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "coll/machine_tuning.hpp"
 #include "shm/layout.hpp"
 #include "shm/rounds.hpp"
 #include "topo/cost_model.hpp"
@@ -34,16 +35,23 @@ constexpr TunableInfo kTunables[] = {
      "more onto shared memory on its second call, in place: faster large calls, but the "
      "program's mappings change (locks, huge pages, NUMA policies, device registrations, mremap "
      "growth and fork are not kept as they were: docs/limits.md)"},
-    {"SHMCOLL_CMA_MIN", "0",
+    {"SHMCOLL_CMA_MIN", "0, or as tuned for this machine",
      "smallest block of scatter, alltoall and 2-rank allgather (and their v/w forms) that "
      "receivers copy straight out of the sender's buffer with the kernel's cross-memory copy "
      "(process_vm_readv), and of gather that senders copy straight into the root's "
      "(process_vm_writev), and of a bcast beyond one slot that readers copy straight out of the "
      "root's while the root writes a share into each (not where ranks share CPUs), one copy "
      "instead of two; where a rank cannot (ptrace permission), the team goes back to the slots "
-     "for good; 0 (the default): never, as the slots' streaming stores measured faster at every "
-     "size (docs/performance.md), but for a scatter's blocks that take more than one round "
-     "through the slots where ranks share CPUs (docs/performance-osu.md)"},
+     "for good; 0: never, but for a scatter's blocks that take more than one round through the "
+     "slots where ranks share CPUs (docs/performance-osu.md); which is faster differs by machine "
+     "(docs/tunables.md, Tuned per machine)"},
+    {"SHMCOLL_STREAM_MIN", "4096, or as tuned for this machine",
+     "smallest slot write (a message's chunk or an exchange's block) that goes past the writer's "
+     "caches (non-temporal stores) where ranks have CPUs of their own; 0: never"},
+    {"SHMCOLL_TUNING", "$XDG_CACHE_HOME/shmcoll/tuning, else ~/.cache/shmcoll/tuning",
+     "file of SHMCOLL_CMA_MIN and SHMCOLL_STREAM_MIN as tools/shmcoll-tune measured them on a "
+     "kind of machine (CPU model and count), used as their defaults on that kind only; none: "
+     "the built-in defaults"},
     {"SHMCOLL_TREE_MAX", "16384",
      "largest payload the tree algorithms take where the cost model says the tree pays; beyond "
      "it the sliced algorithms share the bandwidth among all ranks"},
@@ -86,8 +94,11 @@ constexpr TunableInfo kTunables[] = {
      "force scan_inline (<= 104 bytes), scan_tree or scan_chunks (scan and exscan)"},
 };
 
-long long env_number(const char* name, long long fallback) {
+// A number from the environment, else from the machine's tuning file (`tuned`), else `fallback`.
+long long env_number(const char* name, long long fallback, const MachineTuning* tuned = nullptr) {
   const char* text = std::getenv(name);
+  const bool from_file = (!text || !*text) && tuned && tuned->value(name);
+  if (from_file) text = tuned->value(name);
   if (!text || !*text) return fallback;
   char* end = nullptr;
   long long value = std::strtoll(text, &end, 10);
@@ -111,8 +122,8 @@ long long env_number(const char* name, long long fallback) {
       break;
   }
   if (end == text || *end != '\0' || value < 0) {
-    fail(Errc::invalid_argument, "environment variable ", name, "=\"", text,
-         "\" is not a non-negative number (K, M, G suffixes allowed)");
+    fail(Errc::invalid_argument, from_file ? "in " + tuned->path + ", " : "environment variable ",
+         name, "=\"", text, "\" is not a non-negative number (K, M, G suffixes allowed)");
   }
   return value;
 }
@@ -214,11 +225,13 @@ Tunables Tunables::from_env() {
   const char* grace = std::getenv("SHMCOLL_KILL_GRACE");
   t.kill_grace_ms = grace && *grace ? env_milliseconds("SHMCOLL_KILL_GRACE") : 1000;
   TeamTunables& team = t.team;
+  const MachineTuning tuned = MachineTuning::load();
   team.direct_min = static_cast<std::uint64_t>(env_number("SHMCOLL_DIRECT_MIN", 8 << 10));
   team.share_pages_min =
       static_cast<std::uint64_t>(env_number("SHMCOLL_SHARE_PAGES_MIN", 256 << 10));
   team.move_pages = env_flag("SHMCOLL_MOVE_PAGES", false);
-  team.cma_min = static_cast<std::uint64_t>(env_number("SHMCOLL_CMA_MIN", 0));
+  team.cma_min = static_cast<std::uint64_t>(env_number("SHMCOLL_CMA_MIN", 0, &tuned));
+  team.stream_min = static_cast<std::uint64_t>(env_number("SHMCOLL_STREAM_MIN", 4096, &tuned));
   team.tree_max = static_cast<std::uint64_t>(env_number("SHMCOLL_TREE_MAX", 16 << 10));
   team.allreduce_small_max =
       static_cast<std::uint64_t>(env_number("SHMCOLL_ALLREDUCE_SMALL_MAX", 16 << 10));
@@ -279,6 +292,7 @@ std::vector<std::string> TeamTunables::differences(const TeamTunables& theirs,
   compare("SHMCOLL_SHARE_PAGES_MIN", number(share_pages_min), number(theirs.share_pages_min));
   compare("SHMCOLL_MOVE_PAGES", number(move_pages), number(theirs.move_pages));
   compare("SHMCOLL_CMA_MIN", number(cma_min), number(theirs.cma_min));
+  compare("SHMCOLL_STREAM_MIN", number(stream_min), number(theirs.stream_min));
   compare("SHMCOLL_TREE_MAX", number(tree_max), number(theirs.tree_max));
   compare("SHMCOLL_ALLREDUCE_SMALL_MAX", number(allreduce_small_max),
           number(theirs.allreduce_small_max));

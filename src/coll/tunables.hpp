@@ -45,6 +45,7 @@ struct TeamTunables {
   std::uint64_t share_pages_min;      // SHMCOLL_SHARE_PAGES_MIN (0: never)
   bool move_pages;                    // SHMCOLL_MOVE_PAGES
   std::uint64_t cma_min;              // SHMCOLL_CMA_MIN (0: never)
+  std::uint64_t stream_min;           // SHMCOLL_STREAM_MIN (0: never)
   std::uint64_t tree_max;             // SHMCOLL_TREE_MAX
   std::uint64_t allreduce_small_max;  // SHMCOLL_ALLREDUCE_SMALL_MAX
   std::uint64_t reduce_small_max;     // SHMCOLL_REDUCE_SMALL_MAX
