@@ -13,8 +13,9 @@
  * we can afford. (This VM reports a 508 MB L3, which no pool of sensible size outgrows.)
  *
  * The single-call method (--method single), as OSU and IMB users measure: WARMUP_CALLS untimed
- * calls, then per sample a barrier, one timed call, and the slowest rank's time. Buffers come
- * from calloc and the harness never writes them: send pages stay the kernel's zero page, receive
+ * calls, then per sample a barrier, one timed call, and the slowest rank's time. Buffers are
+ * pages fresh from the kernel (calloc in the MPI harness, a new process per size; mmap in
+ * shmcoll-bench's ranks, which live through every size) and the harness never writes them: send pages stay the kernel's zero page, receive
  * pages are first touched by the collective itself, as in a program that allocates and calls.
  * With --written, it writes every byte of both once before timing, as OSU's set_buffer does: a
  * kernel copy (CMA) of a send buffer then reads real pages, not one cached zero page. */
