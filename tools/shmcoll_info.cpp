@@ -218,9 +218,16 @@ int main(int argc, char** argv) {
   bool machine = false;
   app.add_flag("--machine", machine,
                "print only this machine's kind, as a tuning file names it (tools/shmcoll-tune)");
+  bool tuning_file = false;
+  app.add_flag("--tuning-file", tuning_file,
+               "print only the path of the tuning file the library reads (empty line: none)");
   CLI11_PARSE(app, argc, argv);
   if (machine) {
     std::printf("%s\n", shmcoll::coll::machine_kind().c_str());
+    return 0;
+  }
+  if (tuning_file) {
+    std::printf("%s\n", shmcoll::coll::tuning_file_path().c_str());
     return 0;
   }
   if (variables_markdown) {

@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string_view>
 
 #include "util/fail.hpp"
@@ -19,19 +21,15 @@ std::string trimmed(std::string_view text) {
   return std::string(text.substr(first, last - first + 1));
 }
 
-std::string default_path() {
-  if (const char* cache = std::getenv("XDG_CACHE_HOME"); cache && *cache) {
-    return std::string(cache) + "/shmcoll/tuning";
-  }
-  if (const char* home = std::getenv("HOME"); home && *home) {
-    return std::string(home) + "/.cache/shmcoll/tuning";
-  }
-  return {};
+// The variables a tuning file may set (the ones tools/shmcoll-tune measures).
+constexpr const char* kMachineTunables[] = {"SHMCOLL_CMA_MIN", "SHMCOLL_STREAM_MIN"};
+
+bool tunable_by_machine(const std::string& name) {
+  return std::find(std::begin(kMachineTunables), std::end(kMachineTunables), name) !=
+         std::end(kMachineTunables);
 }
 
-}  // namespace
-
-std::string machine_kind() {
+std::string read_machine_kind() {
   std::string model = "unknown CPU";
   std::ifstream cpuinfo("/proc/cpuinfo");
   for (std::string line; std::getline(cpuinfo, line);) {
@@ -44,20 +42,33 @@ std::string machine_kind() {
   return model + "; " + std::to_string(sysconf(_SC_NPROCESSORS_CONF)) + " CPUs";
 }
 
-bool tunable_by_machine(const std::string& name) {
-  return name == "SHMCOLL_CMA_MIN" || name == "SHMCOLL_STREAM_MIN";
+}  // namespace
+
+// Read once per process: every team made reads the tuning file again, and /proc/cpuinfo grows
+// with the CPUs (the kernel writes an entry for each as it is read).
+const std::string& machine_kind() {
+  static const std::string kind = read_machine_kind();
+  return kind;
+}
+
+std::string tuning_file_path() {
+  const char* chosen = std::getenv("SHMCOLL_TUNING");
+  if (chosen) return !*chosen || std::string_view(chosen) == "none" ? "" : chosen;
+  if (const char* cache = std::getenv("XDG_CACHE_HOME"); cache && *cache) {
+    return std::string(cache) + "/shmcoll/tuning";
+  }
+  if (const char* home = std::getenv("HOME"); home && *home) {
+    return std::string(home) + "/.cache/shmcoll/tuning";
+  }
+  return {};
 }
 
 MachineTuning MachineTuning::load() {
   MachineTuning tuning;
-  const char* chosen = std::getenv("SHMCOLL_TUNING");
-  if (chosen && (!*chosen || std::string_view(chosen) == "none")) {
-    tuning.status = "none (SHMCOLL_TUNING=none)";
-    return tuning;
-  }
-  tuning.path = chosen ? chosen : default_path();
+  tuning.path = tuning_file_path();
   if (tuning.path.empty()) {
-    tuning.status = "none (no SHMCOLL_TUNING, XDG_CACHE_HOME or HOME)";
+    tuning.status = std::getenv("SHMCOLL_TUNING") ? "none (SHMCOLL_TUNING=none)"
+                                                  : "none (no XDG_CACHE_HOME or HOME)";
     return tuning;
   }
   std::ifstream file(tuning.path);
@@ -76,10 +87,10 @@ MachineTuning MachineTuning::load() {
     const std::string name = equals == std::string::npos ? text : trimmed(text.substr(0, equals));
     const std::string value = equals == std::string::npos ? "" : trimmed(text.substr(equals + 1));
     if (equals == std::string::npos || (name != "machine" && !tunable_by_machine(name))) {
+      std::string allowed = "machine=<kind>";
+      for (const char* tunable : kMachineTunables) allowed += std::string(" or ") + tunable;
       fail(Errc::invalid_argument, "SHMCOLL_TUNING file ", tuning.path, ", line ", number, ": \"",
-           text,
-           "\" is not machine=<kind> or SHMCOLL_CMA_MIN or SHMCOLL_STREAM_MIN = a number "
-           "(tools/shmcoll-tune writes this file)");
+           text, "\" is not ", allowed, "=<number> (tools/shmcoll-tune writes this file)");
     }
     if (name == "machine") {
       kind = value;
@@ -87,9 +98,9 @@ MachineTuning MachineTuning::load() {
       values[name] = value;
     }
   }
-  if (kind != machine_kind()) {
+  if (const std::string& here = machine_kind(); kind != here) {
     tuning.status = "not applied: " + tuning.path + " was measured on \"" + kind +
-                    "\", this machine is \"" + machine_kind() + "\"";
+                    "\", this machine is \"" + here + "\"";
     return tuning;
   }
   tuning.values = std::move(values);

@@ -11,22 +11,22 @@
 namespace shmcoll::coll {
 
 // What identifies a kind of machine for its tuning: the CPU model and how many CPUs it has.
-std::string machine_kind();
+const std::string& machine_kind();
+
+// The tuning file the library reads: SHMCOLL_TUNING, else $XDG_CACHE_HOME/shmcoll/tuning, else
+// $HOME/.cache/shmcoll/tuning; "" where there is none (SHMCOLL_TUNING=none, or no home).
+std::string tuning_file_path();
 
 struct MachineTuning {
   std::string path;    // the file looked at ("" when SHMCOLL_TUNING is none)
   std::string status;  // whether it applies here and why not, for shmcoll-info
   std::map<std::string, std::string> values;  // variable -> value; empty unless it applies
 
-  // Reads SHMCOLL_TUNING (default: $XDG_CACHE_HOME, else $HOME/.cache, then /shmcoll/tuning). A
-  // missing file, or one measured on another kind of machine, applies nothing; a malformed one
-  // is an invalid_argument error naming the file and line.
+  // Reads tuning_file_path(). A missing file, or one measured on another kind of machine, applies
+  // nothing; a malformed one is an invalid_argument error naming the file and line.
   static MachineTuning load();
   // The file's value of `name`, or null.
   const char* value(const char* name) const;
 };
-
-// The variables a tuning file may set (the ones tools/shmcoll-tune measures).
-bool tunable_by_machine(const std::string& name);
 
 }  // namespace shmcoll::coll
