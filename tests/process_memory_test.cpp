@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -88,11 +89,14 @@ struct Failures {
 };
 
 // Every block of scatter, allgather and alltoall (and a column-typed receive, read through the
-// staging buffer) read out of the sender's memory, and every gather's written into its root's;
-// then rank 1 is refused the kernel's copies, and every call still delivers, on and on.
+// staging buffer) read out of the sender's memory, and every gather's and gatherv's written into
+// its root's (a gatherv into a layout with gaps through the slots); then rank 1 is refused the
+// kernel's copies, and every call still delivers, on and on.
 TEST(ProcessMemory, CollectivesReadSendersMemoryAndFallBackWhereTheKernelRefuses) {
   ScopedEnv cma("SHMCOLL_CMA_MIN", "65536");
-  ScopedEnv slot("SHMCOLL_SLOT_BYTES", "262144");  // 3 ranks' blocks take rounds in the slots
+  // 3 ranks' blocks take rounds in the slots (a gather's are written into its root only then,
+  // where ranks share CPUs)
+  ScopedEnv slot("SHMCOLL_SLOT_BYTES", "131072");
   auto* failures = shmcoll::testing::shared_block<Failures>();
   shmcoll::run(3, {}, [&](shmcoll::Team& team) {
     using shmcoll::Dtype;
@@ -142,6 +146,44 @@ TEST(ProcessMemory, CollectivesReadSendersMemoryAndFallBackWhereTheKernelRefuses
         }
         expect(good, "gather at root " + std::to_string(root) + when);
       }
+      // gatherv: rank r's (r + 1) * 128 KiB, in reverse rank order at the root, written into
+      // the root's buffer; then into every other word of the root's (its layout has gaps: it
+      // declines, and the call goes again through the slots).
+      for (const int root : {0, 1}) {
+        std::vector<std::int64_t> counts(size), displs(size);
+        std::int64_t at = 0;
+        for (int r = size - 1; r >= 0; --r) {
+          counts[r] = (r + 1) * std::int64_t(kBlock / 2);
+          displs[r] = at;
+          at += counts[r];
+        }
+        std::fill(recv.begin(), recv.end(), 0);
+        team.gatherv(send.data(), counts[me], bytes, recv.data(), counts, displs, bytes, root);
+        good = true;
+        for (int from = 0; from < size && me == root; ++from) {
+          for (std::size_t i = 0; i < std::size_t(counts[from]) / 8; ++i)
+            good &= recv[displs[from] / 8 + i] == value(from, int(i / kWords), i % kWords, call);
+        }
+        expect(good, "gatherv at root " + std::to_string(root) + when);
+      }
+      {
+        constexpr std::size_t kColumn = kWords / 4;  // 64 KiB a rank
+        const shmcoll::Datatype column =
+            shmcoll::Datatype::vector(kColumn, 1, 2, shmcoll::Datatype(Dtype::u64));
+        const std::vector<std::int64_t> counts(size, 1), displs = {0, 1, 2};
+        std::fill(recv.begin(), recv.end(), 0);
+        team.gatherv(send.data(), kColumn, shmcoll::Datatype(Dtype::u64), recv.data(), counts,
+                     displs, column, 0);
+        good = true;
+        const std::size_t extent = 2 * kColumn - 1;
+        for (int from = 0; from < size && me == 0; ++from) {
+          for (std::size_t i = 0; i < kColumn; ++i) {
+            good &= recv[from * extent + 2 * i] == value(from, 0, i, call);
+            if (i + 1 < kColumn) good &= recv[from * extent + 2 * i + 1] == 0;
+          }
+        }
+        expect(good, "gatherv into columns" + when);
+      }
       // Rank 0's blocks as every other word of the receivers' buffers.
       const shmcoll::Datatype every_other =
           shmcoll::Datatype::vector(kWords, 1, 2, shmcoll::Datatype(Dtype::u64));
@@ -154,11 +196,65 @@ TEST(ProcessMemory, CollectivesReadSendersMemoryAndFallBackWhereTheKernelRefuses
       }
       expect(good, "scatter into a column" + when);
     }
-    // Rank 2 wrote its block into both roots in calls 0 to 2, by the kernel, not the slots.
+    // Rank 2 wrote its block into both roots of the gather and of the gatherv in calls 0 to 2,
+    // by the kernel, not the slots.
     if (me == 2) {
-      expect(shmcoll::shm::process_copy_counts().writes >= 6, "gathers written in place");
+      expect(shmcoll::shm::process_copy_counts().writes >= 12,
+             "gathers and gathervs written in place");
     }
   });
+  EXPECT_EQ(failures->count.load(), 0);
+}
+
+// A gatherv whose blocks its senders write into the root's buffer checks their lengths: a root
+// that expects more than a sender sends, or less (nothing at all, or a block too short for the
+// kernel's copy), fails with "mismatched counts", and the team with it, never a hang; where the
+// lengths agree, the same gatherv delivers (the team's next call).
+TEST(ProcessMemory, AGathervWrittenIntoItsRootChecksTheSendersLengths) {
+  ScopedEnv cma("SHMCOLL_CMA_MIN", "65536");
+  ScopedEnv slot("SHMCOLL_SLOT_BYTES", "65536");  // written even where ranks share CPUs
+  constexpr std::int64_t kBlock = 256 << 10;
+  auto* failures = shmcoll::testing::shared_block<Failures>();
+  auto* codes = shmcoll::testing::shared_block<std::atomic<int>>();
+  const shmcoll::Datatype bytes(shmcoll::Dtype::u8);
+  for (const std::int64_t expected_of_1 :
+       {kBlock + 8, std::int64_t{0}, kBlock - 8, std::int64_t{4096}, kBlock}) {
+    const bool fails = expected_of_1 != kBlock;
+    auto gatherv = [&](shmcoll::Team& team) {
+      const int me = team.rank();
+      std::vector<std::uint8_t> send(kBlock, std::uint8_t(me + 1));
+      std::vector<std::uint8_t> recv(4 * kBlock, 0xee);
+      const std::vector<std::int64_t> counts = {kBlock, expected_of_1, kBlock};
+      const std::vector<std::int64_t> displs = {0, kBlock, 3 * kBlock};
+      try {
+        team.gatherv(send.data(), kBlock, bytes, recv.data(), counts, displs, bytes, 0);
+      } catch (const shmcoll::Error& error) {
+        if (me == 0 && error.code() == shmcoll::Errc::invalid_argument &&
+            std::string(error.what()).find("mismatched counts") != std::string::npos) {
+          codes->fetch_add(1);
+        }
+        throw;
+      }
+      if (me != 0) return;
+      for (int from = 0; from < 3; ++from) {
+        const auto first = recv.begin() + displs[from];
+        const bool delivered = std::all_of(first, first + counts[from], [&](std::uint8_t b) {
+          return b == std::uint8_t(from + 1);
+        });
+        failures->expect(delivered, me, "block of rank " + std::to_string(from));
+      }
+      failures->expect(std::all_of(recv.begin() + 2 * kBlock, recv.begin() + 3 * kBlock,
+                                   [](std::uint8_t b) { return b == 0xee; }),
+                       me, "bytes between the blocks");
+    };
+    if (fails) {
+      EXPECT_THROW(shmcoll::run(3, {}, gatherv), shmcoll::Error) << expected_of_1;
+      EXPECT_EQ(codes->exchange(0), 1)
+          << "the root did not fail with mismatched counts, expecting " << expected_of_1;
+    } else {
+      shmcoll::run(3, {}, gatherv);
+    }
+  }
   EXPECT_EQ(failures->count.load(), 0);
 }
 

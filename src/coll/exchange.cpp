@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <optional>
 
 #include "coll/chunks.hpp"
+#include "coll/exchange_plan.hpp"
 #include "coll/shared_inputs.hpp"
 #include "coll/store.hpp"
 #include "shm/process_memory.hpp"
@@ -15,105 +17,7 @@ namespace shmcoll::coll {
 
 namespace {
 
-// Round one's message line: this header, then up to kLinePayload bytes of data.
-struct LineHeader {
-  std::uint32_t rounds;  // rounds this call needs, as far as the sender knows
-  std::uint16_t mode;    // where the sender's blocks are
-  std::uint16_t stride;  // in_lines: bytes from one block to the next
-};
-enum Mode : std::uint16_t { in_slots, in_line, in_heap, in_lines, in_pages, in_process };
-constexpr std::size_t kHeaderBytes = sizeof(LineHeader);
-constexpr std::size_t kLinePayload = shm::kMessageBytes - kHeaderBytes;
-
-// in_pages: each receiver's slot region starts with the note on its block (shared_inputs.hpp),
-// then the block's bytes in the partly used pages at the buffer's ends, less than a page each.
-constexpr std::size_t kPagesRegionMin = sizeof(BufferNote) + 2 * shm::kPageBytes;
-
-// How a sender's line and slots are divided among its receivers. Where a receiver cannot know
-// the length of what it is sent from its own arguments (the rooted v forms, alltoallv/w), each
-// block's length travels with it: a byte per block after the blocks of a line, a word per region
-// after the regions of the first round's slot. A receiver that expects more than it is sent then
-// fails with "mismatched counts" instead of taking what an earlier call left there.
-struct Geometry {
-  bool personalized;
-  bool lengths_travel;
-  std::uint32_t regions;
-  std::size_t line_region;
-  std::size_t slot_region;
-
-  static Geometry of(const ExchangeShape& shape, std::uint32_t size, std::size_t slot_bytes) {
-    const std::uint32_t regions = shape.personalized ? size - 1 : 1;
-    const bool lengths_travel = shape.lengths_known_by != ExchangeShape::Knowledge::everyone;
-    const std::size_t line_lengths = lengths_travel ? regions : 0;
-    const std::size_t line_room = kLinePayload - std::min(line_lengths, kLinePayload);
-    const std::size_t slot_lengths = lengths_travel
-                                         ? (regions * sizeof(std::uint64_t) + shm::kLineBytes - 1) /
-                                               shm::kLineBytes * shm::kLineBytes
-                                         : 0;
-    return {shape.personalized, lengths_travel, regions, line_room / regions / 8 * 8,
-            (slot_bytes - slot_lengths) / regions / shm::kLineBytes * shm::kLineBytes};
-  }
-
-  // Whether blocks of up to `longest` bytes travel in the line, their lengths too.
-  bool line_holds(std::size_t longest) const {
-    return longest <= line_region && (!lengths_travel || regions <= kLinePayload);
-  }
-  // Where a line of `per_line` blocks `stride` bytes apart has its lengths.
-  std::size_t line_lengths_at(std::size_t per_line, std::size_t stride) const {
-    return kHeaderBytes + per_line * stride;
-  }
-  // Where the in_line mode has the length of `region`'s block.
-  std::size_t line_length_at(std::uint32_t region) const {
-    return line_lengths_at(regions, line_region) + region;
-  }
-  // How many blocks `stride` bytes apart one line holds, their lengths too.
-  std::size_t blocks_per_line(std::size_t stride) const {
-    return kLinePayload / (stride + (lengths_travel ? 1 : 0));
-  }
-  // Where the first round's slot has the length of `region`'s block.
-  std::size_t slot_length_at(std::uint32_t region) const {
-    return regions * slot_region + region * sizeof(std::uint64_t);
-  }
-
-  std::uint32_t region(std::uint32_t sender, std::uint32_t receiver) const {
-    return personalized ? receiver - (receiver > sender) : 0;
-  }
-};
-
-// A root's blocks that overflow one line but each fit one (scatter of small blocks to many
-// ranks) fill the message lines of consecutive rounds, `per_line` blocks `stride` bytes apart in
-// each, instead of the slots: a slot is rewritten only once every rank has read it (each call a
-// barrier), a line only kMessageLines rounds later, so the root runs calls ahead of its readers
-// where ranks share CPUs as it does with one line (16 ranks on 2 cores, 8 B: 41 us per call
-// through the slots). Up to kMaxLineRounds rounds, so several calls still fit in the lines.
-struct LinePlan {
-  std::uint32_t rounds;
-  std::uint16_t stride;
-  std::uint16_t per_line;
-};
-constexpr std::uint32_t kMaxLineRounds = 8;
-std::optional<LinePlan> plan_lines(const ExchangeShape& shape, const Geometry& geometry,
-                                   std::size_t longest) {
-  if (!shape.one_sender || geometry.line_holds(longest)) return {};
-  const std::size_t stride = (longest + 7) / 8 * 8;
-  const std::size_t per_line = geometry.blocks_per_line(stride);
-  if (per_line == 0) return {};
-  const std::uint32_t rounds = std::uint32_t((geometry.regions + per_line - 1) / per_line);
-  if (rounds > kMaxLineRounds) return {};
-  return LinePlan{rounds, static_cast<std::uint16_t>(stride), static_cast<std::uint16_t>(per_line)};
-}
-// Where a receiver finds its block of a sender in lines: flag, round index within the call,
-// where the block's length is and where the block is in the line (ctx.line_arrival, 0: not in
-// lines).
-constexpr std::uint32_t kInLines = 1u << 31;
-constexpr std::uint32_t in_lines_at(std::uint32_t index, std::size_t length_at, std::size_t at) {
-  return kInLines | index << 16 | std::uint32_t(length_at) << 8 | std::uint32_t(at);
-}
-
-std::uint32_t rounds_needed(std::size_t longest, bool fits_line, std::size_t slot_region) {
-  if (fits_line || longest == 0) return 1;
-  return static_cast<std::uint32_t>((longest + slot_region - 1) / slot_region);
-}
+using namespace exchange_plan;
 
 // One call of the engine: the spec, the geometry, and this rank's choices.
 class Exchange {
@@ -139,6 +43,7 @@ class Exchange {
     post_first_round(first);
     spec_.copy_own();
     const std::uint32_t total = total_rounds(first);
+    if (gatherv_shape() && me_ != shape_.root) take_offer(first);
     receive_first_round(first);
     rounds_.release(first);  // done with every heap I read from (senders may wait for it)
     for (std::uint32_t k = 1; k < total; ++k) next_round(k);
@@ -152,6 +57,11 @@ class Exchange {
     // sender that may be read in place: such a block is long, so it is read by all it goes to,
     // and where lengths are not known to all (v and w calls) every header is read to count
     // rounds.
+    if (gatherv_shape()) {  // the root hears every sender; senders, the root
+      if (!writes_planned_) return true;
+      return what_any_rank_missed_writing(ctx_, rounds_.begin(), missed_, shape_.root) ==
+             kMissedNothing;
+    }
     const bool read_in_place = mode_ == in_pages || mode_ == in_process || sender_read_in_place_;
     if (!read_in_place) return true;
     return what_any_rank_missed(ctx_, rounds_.begin(), missed_) == kMissedNothing;
@@ -210,6 +120,8 @@ class Exchange {
       mode_ = in_lines;
     } else if (all_in_heap && longest >= ctx_.tunables.direct_min) {
       mode_ = in_heap;
+    } else if (me_ != shape_.root && written_into_root(longest)) {
+      mode_ = into_root;
     } else if (shares_pages(longest)) {
       mode_ = in_pages;
     } else {
@@ -221,8 +133,81 @@ class Exchange {
     known_rounds_ = my_rounds_;
     for (std::uint32_t source = first_source(); source < end_of_sources(); ++source) {
       const std::size_t bytes = source == me_ ? 0 : spec_.incoming(source).bytes();
+      if (written_into_root(bytes)) continue;  // one round
       known_rounds_ = std::max(
           known_rounds_, rounds_needed(bytes, geometry_.line_holds(bytes), geometry_.slot_region));
+    }
+  }
+
+  // Whether a sender's block of `bytes` goes straight into the root's receive buffer, written
+  // with the kernel's cross-memory copy (a gatherv: only the root knows where each block goes;
+  // the regular gather has its own way, gather.cpp): sender and root decide alike, each from
+  // the block's length. The root posts a note on its buffer and each block's place in its first
+  // round; every sender copies its own block, all at once, where through the slots the root
+  // copies every block itself, round after round (osu_gatherv of 4 MiB, 8 ranks on 2 cores:
+  // 3.7-4.3 ms, where the gather's senders write in 1.0-1.2). Where ranks share CPUs, only
+  // blocks that take more than one round through the slots (kernel_write_pays). A root whose
+  // blocks have gaps declines, and the call goes again through the slots.
+  bool written_into_root(std::size_t bytes) const {
+    return gatherv_shape() && in_place_allowed_ && shape_.direct_allowed &&
+           kernel_write_pays(ctx_, bytes, geometry_.slot_region);
+  }
+  bool gatherv_shape() const {
+    return shape_.one_receiver && shape_.lengths_known_by == ExchangeShape::Knowledge::root;
+  }
+
+  // The root's side of written_into_root, in its first round: appends its RootOffer to its line
+  // at `at` and puts each sender's place into its slot. Returns where the line ends.
+  std::size_t offer_receive_buffer(std::uint32_t round, std::byte* line, std::size_t at) {
+    const std::byte* begin = nullptr;
+    const std::byte* end = nullptr;
+    bool contiguous = true;
+    for (std::uint32_t source = 0; source < size_; ++source) {
+      const Block in = source == me_ ? Block{} : spec_.incoming(source);
+      if (!written_into_root(in.bytes())) continue;
+      const std::byte* data = in.base + in.type->lb();
+      contiguous = contiguous && in.type->is_contiguous();
+      begin = begin ? std::min(begin, data) : data;
+      end = std::max(end, data + in.bytes());
+    }
+    shm::ProcessNote note{};
+    if (begin && contiguous && size_ * sizeof(Place) <= rounds_.slot_bytes()) {
+      note = shm::process_note(begin, std::size_t(end - begin));
+      rounds_.wait_slot_free(round);
+      for (std::uint32_t source = 0; source < size_; ++source) {
+        const Block in = source == me_ ? Block{} : spec_.incoming(source);
+        const bool written = written_into_root(in.bytes());
+        const Place place{written ? std::uint64_t(in.base + in.type->lb() - begin) : 0,
+                          written ? in.bytes() : 0};
+        std::memcpy(rounds_.slot(me_, round) + source * sizeof(Place), &place, sizeof place);
+      }
+    }
+    accepts_writes_ = note.bytes > 0;
+    writes_planned_ = begin != nullptr;
+    const RootOffer offer{note, writes_planned_};
+    std::memcpy(line + at, &offer, sizeof offer);
+    return at + sizeof offer;
+  }
+
+  // A gatherv sender's side: whether the call closes with a round, and, in into_root, my block
+  // into the root's buffer where its offer and table say. (A root that planned nothing did not
+  // plan mine: it fails the call, seeing I sent more than it expects.)
+  void take_offer(std::uint32_t round) {
+    RootOffer offer;
+    std::memcpy(&offer, rounds_.wait_message(shape_.root, round) + kHeaderBytes, sizeof offer);
+    writes_planned_ = offer.planned != 0;
+    if (mode_ != into_root || !writes_planned_) return;
+    const shm::ProcessNote& note = offer.note;
+    if (note.bytes == 0) {
+      missed_ |= kMissedDeclined;
+      return;
+    }
+    Place place;
+    std::memcpy(&place, rounds_.slot(shape_.root, round) + me_ * sizeof(Place), sizeof place);
+    const Block block = spec_.outgoing(ExchangeSpec::kEveryone);
+    const std::size_t bytes = std::min<std::size_t>(block.bytes(), place.bytes);
+    if (bytes > 0 && !write_into_rank_memory(ctx_, shape_.root, note, place.at, block, 0, bytes)) {
+      missed_ |= kMissedProcess;  // the call goes again, through the slots
     }
   }
 
@@ -338,6 +323,20 @@ class Exchange {
     return std::max(end, at + block.bytes());
   }
 
+  // into_root: the length `source` posted after its header.
+  std::uint64_t their_length(std::uint32_t source, std::uint32_t round) {
+    std::uint64_t sent;
+    std::memcpy(&sent, rounds_.wait_message(source, round) + kHeaderBytes, sizeof sent);
+    return sent;
+  }
+  // into_root: a block written into my buffer must be as long as I expect (MPI's truncation
+  // error; a block I did not plan to take written is longer, as the choice grows with the length).
+  [[noreturn]] void fail_sent_long(std::uint32_t source, std::uint64_t sent,
+                                   const Block& in) const {
+    fail(Errc::invalid_argument, "rank ", me_, ": rank ", source, " sent a block of ", sent,
+         " bytes, longer than the ", in.bytes(), " bytes this rank expects (mismatched counts)");
+  }
+
   [[noreturn]] void fail_sent_short(std::uint32_t source, std::uint64_t sent,
                                     const Block& in) const {
     fail(Errc::invalid_argument, "rank ", me_, ": rank ", source, " sent a block of ", sent,
@@ -364,6 +363,14 @@ class Exchange {
     std::memcpy(line, &header, kHeaderBytes);
     if (mode_ == in_lines) return post_line(round, 0, line);
     std::size_t line_bytes = kHeaderBytes;
+    if (mode_ == into_root) {  // my length, which the root checks
+      const std::uint64_t sent = spec_.outgoing(ExchangeSpec::kEveryone).bytes();
+      std::memcpy(line + kHeaderBytes, &sent, sizeof sent);
+      return rounds_.publish_message(round, line, kHeaderBytes + sizeof sent);
+    }
+    if (gatherv_shape() && me_ == shape_.root) {
+      line_bytes = offer_receive_buffer(round, line, line_bytes);
+    }
     if (mode_ != in_line) rounds_.wait_slot_free(round);
     std::byte* slot = rounds_.slot(me_, round);
     for_each_outgoing([&](const Block& block, std::uint32_t region) {
@@ -435,7 +442,14 @@ class Exchange {
       ctx_.direct_from[source] = 0;
       ctx_.line_arrival[source] = 0;
       const Block in = source == me_ ? Block{} : spec_.incoming(source);
-      if (in.bytes() == 0) continue;
+      if (in.bytes() == 0) {
+        // A sender that writes into my buffer, where I expect nothing, must hear that I declined.
+        const bool may_write = written_into_root(std::numeric_limits<std::size_t>::max());
+        if (source != me_ && may_write && header_of(source, round).mode == into_root) {
+          fail_sent_long(source, their_length(source, round), in);
+        }
+        continue;
+      }
       const std::byte* their_line = rounds_.wait_message(source, round);
       const LineHeader theirs = header_of(source, round);
       const std::uint32_t region = geometry_.region(source, me_);
@@ -443,6 +457,14 @@ class Exchange {
       if (theirs.mode == in_line) {
         receive_from_line(source, their_line, geometry_.line_length_at(region),
                           kHeaderBytes + region * geometry_.line_region, in, geometry_.line_region);
+        continue;
+      }
+      if (theirs.mode == into_root) {  // written by its sender (or declined: missed_ says so)
+        const std::uint64_t sent = their_length(source, round);
+        if (sent > in.bytes()) fail_sent_long(source, sent, in);
+        check_sent(source, sent, in);
+        if (!accepts_writes_) missed_ |= kMissedDeclined;
+        ctx_.direct_from[source] = 1;
         continue;
       }
       if (theirs.mode == in_lines) {
@@ -518,6 +540,8 @@ class Exchange {
   const bool in_place_allowed_;
   unsigned missed_ = kMissedNothing;   // what I could not read in place (Missed bits)
   bool sender_read_in_place_ = false;  // a sender whose header I read is read in place
+  bool accepts_writes_ = false;        // a root that offered its buffer (offer_receive_buffer)
+  bool writes_planned_ = false;        // a gatherv's root planned blocks written into it
   Context& ctx_;
   shm::Rounds& rounds_;
   const ExchangeSpec& spec_;

@@ -16,7 +16,9 @@
 //     shared pages (shm/shared_pages.hpp) does the same with a note per block naming its memfd,
 //     and one whose contiguous blocks reach SHMCOLL_CMA_MIN with a note per block naming where
 //     it is in its memory, which receivers read with the kernel's cross-memory copy
-//     (shm/process_memory.hpp).
+//     (shm/process_memory.hpp). In a gatherv such senders write their blocks into the root's
+//     buffer instead, where its first round's note says (the root copying every block itself
+//     would take as long as all the senders together).
 // Round counts must agree on every rank. Where every rank knows every block length from its own
 // arguments (regular layouts, allgatherv) each computes them; in rooted v forms the root knows
 // them all and the others read its count; in alltoallv/w each reads every rank's count. There a

@@ -135,7 +135,7 @@ bool write_into_root_pages(Context& ctx, const Block& send, std::uint32_t root,
 
 // Gather straight into the root's receive buffer, where its blocks lie back to back: through its
 // shared pages (shm/shared_pages.hpp) when it has them, else through the kernel's cross-memory
-// copy (process_vm_writev, where kernel_copy_applies). In round one the root posts its note; each
+// copy (process_vm_writev, where kernel_write_pays). In round one the root posts its note; each
 // sender copies its block into the root's buffer while the root copies its own, one copy each and
 // all at once, where through the slots the root copies every block itself (2 bound ranks, blocks
 // of 256 KiB-4 MiB on buffers the program wrote: docs/performance.md). Into shared pages, the bytes
@@ -153,7 +153,7 @@ bool gather_into_root_buffer(Context& ctx, const Block& send, const Layout& recv
   shm::Rounds& rounds = ctx.rounds;
   const std::uint32_t me = rounds.rank(), size = rounds.size();
   const bool pages_apply = sharing_applies(ctx, block_bytes);
-  const bool kernel_applies = kernel_copy_applies(ctx, block_bytes);
+  const bool kernel_applies = kernel_write_pays(ctx, block_bytes, ctx.rounds.slot_bytes());
   if (!pages_apply && !kernel_applies) return false;
   const std::size_t span = block_bytes * size;
   const std::uint32_t round = rounds.begin();

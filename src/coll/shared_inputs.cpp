@@ -82,6 +82,10 @@ bool kernel_copy_applies(const Context& ctx, std::size_t bytes) {
   return least != 0 && bytes >= least && !ctx.cma_refused;
 }
 
+bool kernel_write_pays(const Context& ctx, std::size_t bytes, std::size_t one_round) {
+  return kernel_copy_applies(ctx, bytes) && (!ctx.tree_shape.ranks_share_cpus || bytes > one_round);
+}
+
 bool read_from_rank_memory(const Context& ctx, std::uint32_t rank, const shm::ProcessNote& note,
                            const Block& to, std::size_t bytes) {
   const pid_t pid = ctx.rounds.segment().profile(rank).pid.load(std::memory_order_relaxed);

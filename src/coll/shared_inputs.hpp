@@ -65,6 +65,12 @@ bool sharing_applies(const Context& ctx, std::size_t bytes);
 // SHMCOLL_CMA_MIN, until a rank of the team is refused it. Every rank knows the block length and
 // the team's settings, so all decide alike.
 bool kernel_copy_applies(const Context& ctx, std::size_t bytes);
+// Whether a gather's (gatherv's) senders write blocks of `bytes` into the root's memory with the
+// kernel's copy, where one round through the slots carries `one_round` bytes of a block: where
+// kernel_copy_applies, but where ranks share CPUs only blocks that take more than one round (8
+// ranks on 2 cores, osu_gatherv of 256 KiB: 38-45 us through the slots, 91-94 written; of 1 MiB,
+// 558-658 through the slots, 324-408 written).
+bool kernel_write_pays(const Context& ctx, std::size_t bytes, std::size_t one_round);
 // The first `bytes` packed bytes of `to`, read with the kernel's copy from the block `note`
 // names in `rank`'s memory (into a layout with gaps through a buffer on the stack). False where
 // the kernel refuses; `to` may then hold part of them.
@@ -100,7 +106,13 @@ std::byte* map_shared_buffer_to_write(Context& ctx, std::uint32_t rank, const Bu
 // mapped (the buffers written so far are written again), and the team stays usable.
 bool every_rank_reached(Context& ctx, std::uint32_t round, bool reached);
 // What a rank could not reach in a call that read peers' memory where it is.
-enum Missed : unsigned char { kMissedNothing = 0, kMissedPages = 1, kMissedProcess = 2 };
+// kMissedDeclined: a receiver's buffer could not take blocks written into it (gaps in its layout).
+enum Missed : unsigned char {
+  kMissedNothing = 0,
+  kMissedPages = 1,
+  kMissedProcess = 2,
+  kMissedDeclined = 4
+};
 // every_rank_reached, saying what was missed: the union of every rank's `missed` (Missed bits).
 // Where a rank was refused the kernel's copy, the team leaves it off from then on (cma_refused,
 // set alike on every rank).

@@ -38,8 +38,9 @@ constexpr TunableInfo kTunables[] = {
     {"SHMCOLL_CMA_MIN", "0, or as tuned for this machine",
      "smallest block of scatter, alltoall and 2-rank allgather (and their v/w forms) that "
      "receivers copy straight out of the sender's buffer with the kernel's cross-memory copy "
-     "(process_vm_readv), and of gather that senders copy straight into the root's "
-     "(process_vm_writev), and of a bcast beyond one slot that readers copy straight out of the "
+     "(process_vm_readv), and of gather and gatherv that senders copy straight into the root's "
+     "(process_vm_writev; where ranks share CPUs, blocks longer than a slot), and of a bcast "
+     "beyond one slot that readers copy straight out of the "
      "root's while the root writes a share into each (not where ranks share CPUs), one copy "
      "instead of two; where a rank cannot (ptrace permission), the team goes back to the slots "
      "for good; 0: never, but for a scatter's blocks that take more than one round through the "
