@@ -443,7 +443,7 @@ class Exchange {
       ctx_.line_arrival[source] = 0;
       const Block in = source == me_ ? Block{} : spec_.incoming(source);
       if (in.bytes() == 0) {
-        // A sender that writes into my buffer, where I expect nothing, must hear that I declined.
+        // A sender that writes into my buffer where I expect nothing sent more than I expect.
         const bool may_write = written_into_root(std::numeric_limits<std::size_t>::max());
         if (source != me_ && may_write && header_of(source, round).mode == into_root) {
           fail_sent_long(source, their_length(source, round), in);
