@@ -180,69 +180,81 @@ TEST(CollectiveEdges, ScattervOfSmallAndLargeUnevenBlocks) {
   }
 }
 
-// A receiver that expects more than it is sent fails with "mismatched counts" in every v form
+// A receiver that is sent other than it expects fails with "mismatched counts" in every v form
 // and on every path: the rooted v forms and alltoallv, blocks in a message line, in the root's
-// slot, in slots over rounds and read from the sender's memory, and a block sent empty. Rank 1
-// expects `sent + extra` elements of rank 0 (the root); every other pair agrees.
-TEST(CollectiveEdges, AReceiverExpectingMoreThanItIsSentFails) {
+// slot, in slots over rounds and read from the sender's memory, and a block sent empty. Between
+// rank 0 (the root) and rank 1, one side names `short_count` elements and the other `short_count
+// + extra`: rank 1 expects more than it is sent, or less (MPI's truncation error; a receiver
+// that expects nothing does not wait for the block, so that case is not caught there). Every
+// other pair agrees.
+TEST(CollectiveEdges, AReceiverSentOtherThanItExpectsFails) {
   enum Form { scatterv, gatherv, alltoallv };
   struct Case {
     Form form;
-    std::int64_t sent;
+    std::int64_t short_count;
     std::int64_t extra;
   };
   const Case cases[] = {{scatterv, 1, 2},       {scatterv, 3000, 1},    {scatterv, 0, 3000},
                         {scatterv, 1 << 18, 1}, {gatherv, 1, 2},        {gatherv, 3000, 1},
                         {gatherv, 0, 5},        {alltoallv, 1, 2},      {alltoallv, 3000, 1},
                         {alltoallv, 0, 3000},   {alltoallv, 1 << 18, 1}};
-  for (const Case& c : cases) {
-    constexpr int kRanks = 3;
-    auto* codes = shmcoll::testing::shared_block<std::atomic<int>>();
-    auto run = [&](Team& team) {
-      const int me = team.rank();
-      const std::int64_t most = c.sent + c.extra;
-      // counts[r]: what r is sent by rank 0, or sends to it; rank 1 expects `most`.
-      std::vector<std::int64_t> counts(kRanks, most), displs(kRanks);
-      counts[1] = c.sent;
-      for (int r = 0; r < kRanks; ++r) displs[r] = r * most;
-      std::vector<std::int32_t> send(std::size_t(kRanks * most), 1), recv(send.size());
-      const std::int64_t expected = me == 1 ? most : counts[me];
-      if (c.form == scatterv) {
-        team.scatterv(send.data(), counts, displs, Dtype::i32, recv.data(), expected, Dtype::i32,
-                      0);
-      } else if (c.form == gatherv) {
-        std::vector<std::int64_t> recvcounts = counts;
-        recvcounts[1] = most;
-        team.gatherv(send.data(), counts[me], Dtype::i32, recv.data(), recvcounts, displs,
-                     Dtype::i32, 0);
-      } else {
-        // Rank 0 sends counts[r] to r, and rank r expects counts[r] of it, but rank 1 `most`;
-        // every other pair exchanges `most`.
-        std::vector<std::int64_t> sendcounts(kRanks, most), recvcounts(kRanks, most);
-        if (me == 0) sendcounts[1] = c.sent;
-        team.alltoallv(send.data(), sendcounts, displs, Dtype::i32, recv.data(), recvcounts, displs,
-                       Dtype::i32);
-      }
-    };
-    const int detector = c.form == gatherv ? 0 : 1;
-    EXPECT_THROW(shmcoll::run(kRanks, {},
-                              [&](Team& team) {
-                                try {
-                                  run(team);
-                                } catch (const shmcoll::Error& error) {
-                                  if (team.rank() == detector &&
-                                      error.code() == shmcoll::Errc::invalid_argument &&
-                                      std::string(error.what()).find("mismatched counts") !=
-                                          std::string::npos) {
-                                    codes->fetch_add(1);
+  for (const bool receiver_expects_more : {true, false}) {
+    for (const Case& c : cases) {
+      if (!receiver_expects_more && c.short_count == 0) continue;
+      constexpr int kRanks = 3;
+      auto* codes = shmcoll::testing::shared_block<std::atomic<int>>();
+      const std::int64_t most = c.short_count + c.extra;
+      // What rank 0 and rank 1 send each other, and what the receiver of that expects.
+      const std::int64_t sent = receiver_expects_more ? c.short_count : most;
+      const std::int64_t expected = receiver_expects_more ? most : c.short_count;
+      auto run = [&](Team& team) {
+        const int me = team.rank();
+        // counts[r]: what r is sent by rank 0, or sends to it.
+        std::vector<std::int64_t> counts(kRanks, most), displs(kRanks);
+        counts[1] = sent;
+        for (int r = 0; r < kRanks; ++r) displs[r] = r * most;
+        std::vector<std::int32_t> send(std::size_t(kRanks * most), 1), recv(send.size());
+        if (c.form == scatterv) {
+          team.scatterv(send.data(), counts, displs, Dtype::i32, recv.data(),
+                        me == 1 ? expected : counts[me], Dtype::i32, 0);
+        } else if (c.form == gatherv) {
+          std::vector<std::int64_t> recvcounts = counts;
+          recvcounts[1] = expected;
+          team.gatherv(send.data(), counts[me], Dtype::i32, recv.data(), recvcounts, displs,
+                       Dtype::i32, 0);
+        } else {
+          // Rank 0 sends counts[r] to r, and rank r expects counts[r] of it, but rank 1
+          // `expected`; every other pair exchanges `most`.
+          std::vector<std::int64_t> sendcounts(kRanks, most), recvcounts(kRanks, most);
+          if (me == 0) sendcounts[1] = sent;
+          if (me == 1) recvcounts[0] = expected;
+          team.alltoallv(send.data(), sendcounts, displs, Dtype::i32, recv.data(), recvcounts,
+                         displs, Dtype::i32);
+        }
+      };
+      const int detector = c.form == gatherv ? 0 : 1;
+      const auto described = [&] {
+        return "form " + std::to_string(c.form) + ", sent " + std::to_string(sent) + ", expected " +
+               std::to_string(expected);
+      };
+      EXPECT_THROW(shmcoll::run(kRanks, {},
+                                [&](Team& team) {
+                                  try {
+                                    run(team);
+                                  } catch (const shmcoll::Error& error) {
+                                    if (team.rank() == detector &&
+                                        error.code() == shmcoll::Errc::invalid_argument &&
+                                        std::string(error.what()).find("mismatched counts") !=
+                                            std::string::npos) {
+                                      codes->fetch_add(1);
+                                    }
+                                    throw;
                                   }
-                                  throw;
-                                }
-                              }),
-                 shmcoll::Error)
-        << "form " << c.form << ", sent " << c.sent << ", extra " << c.extra;
-    EXPECT_EQ(codes->load(), 1) << "form " << c.form << ", sent " << c.sent << ", extra "
-                                << c.extra;
+                                }),
+                   shmcoll::Error)
+          << described();
+      EXPECT_EQ(codes->load(), 1) << described();
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <span>
 
@@ -53,6 +54,23 @@ bool unpack_through_stack(const Block& to, std::size_t bytes, Fetch&& fetch) {
     return true;
   });
 }
+
+// Where one rank's block lies in a buffer another rank fills or reads: `at` bytes from its start,
+// `bytes` long. A table of them, one per rank, heads a slot (scatterv's small blocks, a gatherv's
+// blocks written into its root's buffer).
+struct BlockPlace {
+  std::uint64_t at = 0, bytes = 0;
+
+  static std::size_t table_bytes(std::uint32_t ranks) { return ranks * sizeof(BlockPlace); }
+  void put(std::byte* table, std::uint32_t rank) const {
+    std::memcpy(table + rank * sizeof(BlockPlace), this, sizeof(BlockPlace));
+  }
+  static BlockPlace in(const std::byte* table, std::uint32_t rank) {
+    BlockPlace place;
+    std::memcpy(&place, table + rank * sizeof(BlockPlace), sizeof place);
+    return place;
+  }
+};
 
 // One block per rank in a buffer, in MPI's three forms: regular (alltoall: `count` elements per
 // rank, back to back), v (counts and displacements in extents of one type) and w (counts,

@@ -171,15 +171,15 @@ class Exchange {
       end = std::max(end, data + in.bytes());
     }
     shm::ProcessNote note{};
-    if (begin && contiguous && size_ * sizeof(Place) <= rounds_.slot_bytes()) {
+    if (begin && contiguous && BlockPlace::table_bytes(size_) <= rounds_.slot_bytes()) {
       note = shm::process_note(begin, std::size_t(end - begin));
       rounds_.wait_slot_free(round);
       for (std::uint32_t source = 0; source < size_; ++source) {
         const Block in = source == me_ ? Block{} : spec_.incoming(source);
         const bool written = written_into_root(in.bytes());
-        const Place place{written ? std::uint64_t(in.base + in.type->lb() - begin) : 0,
-                          written ? in.bytes() : 0};
-        std::memcpy(rounds_.slot(me_, round) + source * sizeof(Place), &place, sizeof place);
+        const BlockPlace place{written ? std::uint64_t(in.base + in.type->lb() - begin) : 0,
+                               written ? in.bytes() : 0};
+        place.put(rounds_.slot(me_, round), source);
       }
     }
     accepts_writes_ = note.bytes > 0;
@@ -202,8 +202,7 @@ class Exchange {
       missed_ |= kMissedDeclined;
       return;
     }
-    Place place;
-    std::memcpy(&place, rounds_.slot(shape_.root, round) + me_ * sizeof(Place), sizeof place);
+    const BlockPlace place = BlockPlace::in(rounds_.slot(shape_.root, round), me_);
     const Block block = spec_.outgoing(ExchangeSpec::kEveryone);
     const std::size_t bytes = std::min<std::size_t>(block.bytes(), place.bytes);
     if (bytes > 0 && !write_into_rank_memory(ctx_, shape_.root, note, place.at, block, 0, bytes)) {
@@ -329,8 +328,8 @@ class Exchange {
     std::memcpy(&sent, rounds_.wait_message(source, round) + kHeaderBytes, sizeof sent);
     return sent;
   }
-  // into_root: a block written into my buffer must be as long as I expect (MPI's truncation
-  // error; a block I did not plan to take written is longer, as the choice grows with the length).
+  // A block longer than I expect is MPI's truncation error (a block written into my buffer that
+  // I did not plan to take is longer: the choice grows with the length).
   [[noreturn]] void fail_sent_long(std::uint32_t source, std::uint64_t sent,
                                    const Block& in) const {
     fail(Errc::invalid_argument, "rank ", me_, ": rank ", source, " sent a block of ", sent,
@@ -343,9 +342,12 @@ class Exchange {
          " bytes, shorter than the ", in.bytes(), " bytes this rank expects (mismatched counts)");
   }
 
-  // Where lengths travel: fails when `source` sent less than `in` expects.
+  // Where lengths travel: fails when `source` sent other than `in` expects (a collective's
+  // sender and receiver name the same amount), whichever way the block came.
   void check_sent(std::uint32_t source, std::uint64_t sent, const Block& in) const {
-    if (geometry_.lengths_travel && sent < in.bytes()) fail_sent_short(source, sent, in);
+    if (!geometry_.lengths_travel) return;
+    if (sent < in.bytes()) fail_sent_short(source, sent, in);
+    if (sent > in.bytes()) fail_sent_long(source, sent, in);
   }
 
   // The block `in` from `source`, `at` in a line whose byte at `length_at` is its length.
@@ -438,14 +440,14 @@ class Exchange {
 
   void receive_first_round(std::uint32_t round) {
     const shm::Segment& segment = rounds_.segment();
+    const bool senders_may_write = written_into_root(std::numeric_limits<std::size_t>::max());
     for (std::uint32_t source = first_source(); source < end_of_sources(); ++source) {
       ctx_.direct_from[source] = 0;
       ctx_.line_arrival[source] = 0;
       const Block in = source == me_ ? Block{} : spec_.incoming(source);
       if (in.bytes() == 0) {
         // A sender that writes into my buffer where I expect nothing sent more than I expect.
-        const bool may_write = written_into_root(std::numeric_limits<std::size_t>::max());
-        if (source != me_ && may_write && header_of(source, round).mode == into_root) {
+        if (source != me_ && senders_may_write && header_of(source, round).mode == into_root) {
           fail_sent_long(source, their_length(source, round), in);
         }
         continue;
@@ -460,9 +462,7 @@ class Exchange {
         continue;
       }
       if (theirs.mode == into_root) {  // written by its sender (or declined: missed_ says so)
-        const std::uint64_t sent = their_length(source, round);
-        if (sent > in.bytes()) fail_sent_long(source, sent, in);
-        check_sent(source, sent, in);
+        check_sent(source, their_length(source, round), in);
         if (!accepts_writes_) missed_ |= kMissedDeclined;
         ctx_.direct_from[source] = 1;
         continue;

@@ -26,13 +26,10 @@ constexpr std::size_t kHeaderBytes = sizeof(LineHeader);
 // into_root: what a gatherv's root posts after its header: the note on its receive buffer (no
 // bytes: it offers none, or declines), and whether it planned any block written into it (then
 // the call closes with a round that says who missed). Its slot tells sender r its block's place
-// in that buffer (entry r of a table at the slot's head).
+// in that buffer (entry r of a BlockPlace table at the slot's head).
 struct RootOffer {
   shm::ProcessNote note;
   std::uint64_t planned;
-};
-struct Place {
-  std::uint64_t at, bytes;
 };
 constexpr std::size_t kLinePayload = shm::kMessageBytes - kHeaderBytes;
 

@@ -153,7 +153,7 @@ bool gather_into_root_buffer(Context& ctx, const Block& send, const Layout& recv
   shm::Rounds& rounds = ctx.rounds;
   const std::uint32_t me = rounds.rank(), size = rounds.size();
   const bool pages_apply = sharing_applies(ctx, block_bytes);
-  const bool kernel_applies = kernel_write_pays(ctx, block_bytes, ctx.rounds.slot_bytes());
+  const bool kernel_applies = kernel_write_pays(ctx, block_bytes, rounds.slot_bytes());
   if (!pages_apply && !kernel_applies) return false;
   const std::size_t span = block_bytes * size;
   const std::uint32_t round = rounds.begin();

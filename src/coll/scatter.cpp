@@ -71,12 +71,9 @@ constexpr std::size_t kScattervInSlotMost = 4 * 1024;
 // is the root's again once every reader has begun its next call (wait_slot_free). Larger ones go
 // through the exchange, one round later. False: the exchange's way.
 bool scatterv_in_slot(Context& ctx, const Layout& send, const Block& recv, std::uint32_t root) {
-  struct Place {
-    std::uint64_t at, bytes;
-  };
   shm::Rounds& rounds = ctx.rounds;
   const std::uint32_t me = rounds.rank(), size = rounds.size();
-  const std::size_t table_bytes = size * sizeof(Place);
+  const std::size_t table_bytes = BlockPlace::table_bytes(size);
   const auto padded = [](std::size_t bytes) {
     return (bytes + 7) / 8 * 8;
   };  // blocks start 8-aligned
@@ -95,8 +92,8 @@ bool scatterv_in_slot(Context& ctx, const Layout& send, const Block& recv, std::
       for (std::uint32_t dest = 0; dest < size; ++dest) {
         if (dest == root) continue;
         const Block block = send.block(dest);
-        const Place place{at, block.bytes()};
-        std::memcpy(slot + dest * sizeof(Place), &place, sizeof place);
+        const BlockPlace place{at, block.bytes()};
+        place.put(slot, dest);
         block.type->pack_range(block.base, block.count, 0, place.bytes, slot + at);
         at += padded(place.bytes);
       }
@@ -110,11 +107,11 @@ bool scatterv_in_slot(Context& ctx, const Layout& send, const Block& recv, std::
   std::memcpy(&in_slot, rounds.wait_message(root, round), sizeof in_slot);
   if (!in_slot) return false;
   const std::byte* const slot = rounds.slot(root, round);
-  Place place;
-  std::memcpy(&place, slot + me * sizeof(Place), sizeof place);
-  if (place.bytes < recv.bytes()) {
+  const BlockPlace place = BlockPlace::in(slot, me);
+  if (place.bytes != recv.bytes()) {
     fail(Errc::invalid_argument, "rank ", me, ": rank ", root, " sent a block of ", place.bytes,
-         " bytes, shorter than the ", recv.bytes(), " bytes this rank expects (mismatched counts)");
+         " bytes, ", place.bytes < recv.bytes() ? "shorter" : "longer", " than the ", recv.bytes(),
+         " bytes this rank expects (mismatched counts)");
   }
   recv.type->unpack_range(slot + place.at, recv.count, 0, recv.bytes(), recv.base);
   return true;
