@@ -1,6 +1,7 @@
 #include <cstring>
 
 #include "coll/exchange.hpp"
+#include "util/copy.hpp"
 #include "util/fail.hpp"
 
 namespace shmcoll::coll {
@@ -103,10 +104,11 @@ bool scatterv_in_slot(Context& ctx, const Layout& send, const Block& recv, std::
     return in_slot;
   }
   rounds.publish(round);
+  const std::byte* const slot = rounds.slot(root, round);
+  prefetch_head(slot, table_bytes + recv.bytes());
   std::uint64_t in_slot = 0;
   std::memcpy(&in_slot, rounds.wait_message(root, round), sizeof in_slot);
   if (!in_slot) return false;
-  const std::byte* const slot = rounds.slot(root, round);
   const BlockPlace place = BlockPlace::in(slot, me);
   if (place.bytes != recv.bytes()) {
     fail(Errc::invalid_argument, "rank ", me, ": rank ", root, " sent a block of ", place.bytes,

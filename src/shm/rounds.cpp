@@ -251,7 +251,11 @@ void Rounds::wait_for_round_word(std::uint32_t peer, std::int64_t target) {
 void Rounds::wait_for_line(std::uint32_t peer, std::int64_t target, const MessageLine& line) {
   // Spins on the line itself (flag, signature and data in one transfer); sleeps on the round
   // word, which the peer publishes after the line.
-  auto reached = [&] { return widen(line.round.load(std::memory_order_acquire)) >= target; };
+  // The data line is asked for again at each look: the peer rewrites it just before the flag.
+  auto reached = [&] {
+    prefetch_data_line(line);
+    return widen(line.round.load(std::memory_order_acquire)) >= target;
+  };
   wait_slow(peer, target, reached, segment_.control(peer).round);
 }
 

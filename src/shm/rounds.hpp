@@ -131,6 +131,7 @@ class Rounds {
   const std::byte* wait_message(std::uint32_t peer, std::uint32_t round) {
     const MessageLine& line = segment_.control(peer).messages[round % kMessageLines];
     const std::int64_t target = widen(round);
+    prefetch_data_line(line);
     std::uint32_t seen = line.round.load(std::memory_order_acquire);
     if (widen(seen) < target) {
       wait_for_line(peer, target, line);
@@ -239,6 +240,14 @@ class Rounds {
   std::int64_t released_round(std::uint32_t peer) const {
     return static_cast<std::int64_t>(
         segment_.control(peer).released.load(std::memory_order_acquire));
+  }
+  // A message's bytes past the first kLineBytes - kMessageHeaderBytes lie in the line pair's
+  // second cache line, which the peer writes before the flag in the first: fetched only once the
+  // flag is seen, it costs a second transfer after the first (2 ranks, one call after a barrier,
+  // scatter of 48-96 B: 0.21 us where 8-40 B take 0.14). Asked for with the flag, it comes in
+  // the same time.
+  static void prefetch_data_line(const MessageLine& line) {
+    __builtin_prefetch(reinterpret_cast<const std::byte*>(&line) + kLineBytes);
   }
   void note_seen(std::uint32_t peer, std::uint32_t round) {
     const std::int64_t seen = widen(round);

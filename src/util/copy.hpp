@@ -8,6 +8,7 @@
 // non-temporal stores for large copies).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 
@@ -28,6 +29,17 @@ void copy_through_vectors(void* to, const void* from, std::size_t bytes);
 // before publishing what they wrote.
 void copy_streaming(void* to, const void* from, std::size_t bytes);
 void finish_streaming();
+
+// Asks for the first lines of `bytes` at `from` (at most kPrefetchHeadLines) ahead of a read that
+// must first wait for a flag elsewhere: a block in a peer's slot, whose lines would otherwise be
+// fetched only after the flag's, one transfer after another (2 ranks, one call after a barrier,
+// scatterv of 64-128 B through the root's slot: 0.22-0.32 us before, 0.15-0.19 after).
+inline constexpr std::size_t kPrefetchHeadLines = 4;
+inline void prefetch_head(const void* from, std::size_t bytes) {
+  const auto* at = static_cast<const char*>(from);
+  const std::size_t lines = std::min(kPrefetchHeadLines, (bytes + 63) / 64);
+  for (std::size_t line = 0; line < lines; ++line) __builtin_prefetch(at + line * 64);
+}
 
 // memcpy's contract: `to` and `from` do not overlap.
 inline void copy_bytes(void* to, const void* from, std::size_t bytes) {
