@@ -279,7 +279,7 @@ class Exchange {
   void receive_from_process(std::uint32_t source, const Block& in, const std::byte* region) {
     shm::ProcessNote note;
     std::memcpy(&note, region, sizeof note);
-    if (note.bytes < in.bytes()) fail_sent_short(source, note.bytes, in);
+    if (note.bytes < in.bytes()) fail_sent(source, note.bytes, in);
     if (!read_from_rank_memory(ctx_, source, note, in, in.bytes()))
       missed_ |= kMissedProcess;  // the block comes again, through the slots
   }
@@ -297,7 +297,7 @@ class Exchange {
     BufferNote note;
     std::memcpy(&note, region, sizeof note);
     if (note.bytes < in.bytes() || !note_is_sound(note) || note.outside() > 2 * shm::kPageBytes) {
-      fail_sent_short(source, note.bytes, in);
+      fail_sent(source, note.bytes, in);
     }
     const bool shared = note.tail_from > note.head;
     const std::byte* pages = shared ? map_shared_buffer(ctx_, source, note) : nullptr;
@@ -328,26 +328,17 @@ class Exchange {
     std::memcpy(&sent, rounds_.wait_message(source, round) + kHeaderBytes, sizeof sent);
     return sent;
   }
-  // A block longer than I expect is MPI's truncation error (a block written into my buffer that
-  // I did not plan to take is longer: the choice grows with the length).
-  [[noreturn]] void fail_sent_long(std::uint32_t source, std::uint64_t sent,
-                                   const Block& in) const {
-    fail(Errc::invalid_argument, "rank ", me_, ": rank ", source, " sent a block of ", sent,
-         " bytes, longer than the ", in.bytes(), " bytes this rank expects (mismatched counts)");
-  }
-
-  [[noreturn]] void fail_sent_short(std::uint32_t source, std::uint64_t sent,
-                                    const Block& in) const {
-    fail(Errc::invalid_argument, "rank ", me_, ": rank ", source, " sent a block of ", sent,
-         " bytes, shorter than the ", in.bytes(), " bytes this rank expects (mismatched counts)");
+  // A block of another length than I expect (longer: MPI's truncation error; a block written
+  // into my buffer that I did not plan to take is longer, as the choice grows with the length).
+  [[noreturn]] void fail_sent(std::uint32_t source, std::uint64_t sent, const Block& in) const {
+    fail_mismatched_counts(me_, source, sent, in.bytes());
   }
 
   // Where lengths travel: fails when `source` sent other than `in` expects (a collective's
   // sender and receiver name the same amount), whichever way the block came.
   void check_sent(std::uint32_t source, std::uint64_t sent, const Block& in) const {
     if (!geometry_.lengths_travel) return;
-    if (sent < in.bytes()) fail_sent_short(source, sent, in);
-    if (sent > in.bytes()) fail_sent_long(source, sent, in);
+    if (sent != in.bytes()) fail_sent(source, sent, in);
   }
 
   // The block `in` from `source`, `at` in a line whose byte at `length_at` is its length.
@@ -448,7 +439,7 @@ class Exchange {
       if (in.bytes() == 0) {
         // A sender that writes into my buffer where I expect nothing sent more than I expect.
         if (source != me_ && senders_may_write && header_of(source, round).mode == into_root) {
-          fail_sent_long(source, their_length(source, round), in);
+          fail_sent(source, their_length(source, round), in);
         }
         continue;
       }
@@ -488,7 +479,7 @@ class Exchange {
         std::memcpy(&offset, in_slot, sizeof offset);
         const std::uint64_t heap_bytes = segment.layout().heap_bytes;
         const std::uint64_t in_heap_after = offset > heap_bytes ? 0 : heap_bytes - offset;
-        if (in.bytes() > in_heap_after) fail_sent_short(source, in_heap_after, in);
+        if (in.bytes() > in_heap_after) fail_sent(source, in_heap_after, in);
         in.type->unpack_range(segment.heap(source) + offset, in.count, 0, in.bytes(), in.base);
         ctx_.direct_from[source] = 1;
       } else if (theirs.mode == in_pages) {
@@ -573,6 +564,13 @@ void copy_block(const Block& from, const Block& to) {
     from.type->pack_range(from.base, from.count, offset, n, staging);
     return true;
   });
+}
+
+void fail_mismatched_counts(std::uint32_t me, std::uint32_t source, std::uint64_t sent,
+                            std::size_t expected) {
+  fail(Errc::invalid_argument, "rank ", me, ": rank ", source, " sent a block of ", sent,
+       " bytes, ", sent < expected ? "shorter" : "longer", " than the ", expected,
+       " bytes this rank expects (mismatched counts)");
 }
 
 void exchange(Context& ctx, const ExchangeSpec& spec, const ExchangeShape& shape) {

@@ -23,7 +23,8 @@
 // arguments (regular layouts, allgatherv) each computes them; in rooted v forms the root knows
 // them all and the others read its count; in alltoallv/w each reads every rank's count. There a
 // receiver cannot check a block's length against its own arguments either, so each block's length
-// travels with it, and one that expects more than it is sent fails with "mismatched counts".
+// travels with it, and one that is sent more or less than it expects fails with "mismatched
+// counts" (fail_mismatched_counts, also for scatterv's small blocks, scatter.cpp).
 #pragma once
 
 #include <cstddef>
@@ -63,5 +64,9 @@ struct ExchangeShape {
 };
 
 void exchange(Context& ctx, const ExchangeSpec& spec, const ExchangeShape& shape);
+
+// Rank `me` was sent `sent` bytes by `source` where it expects `expected`.
+[[noreturn]] void fail_mismatched_counts(std::uint32_t me, std::uint32_t source, std::uint64_t sent,
+                                         std::size_t expected);
 
 }  // namespace shmcoll::coll

@@ -2,7 +2,6 @@
 
 #include "coll/exchange.hpp"
 #include "util/copy.hpp"
-#include "util/fail.hpp"
 
 namespace shmcoll::coll {
 
@@ -110,11 +109,7 @@ bool scatterv_in_slot(Context& ctx, const Layout& send, const Block& recv, std::
   std::memcpy(&in_slot, rounds.wait_message(root, round), sizeof in_slot);
   if (!in_slot) return false;
   const BlockPlace place = BlockPlace::in(slot, me);
-  if (place.bytes != recv.bytes()) {
-    fail(Errc::invalid_argument, "rank ", me, ": rank ", root, " sent a block of ", place.bytes,
-         " bytes, ", place.bytes < recv.bytes() ? "shorter" : "longer", " than the ", recv.bytes(),
-         " bytes this rank expects (mismatched counts)");
-  }
+  if (place.bytes != recv.bytes()) fail_mismatched_counts(me, root, place.bytes, recv.bytes());
   recv.type->unpack_range(slot + place.at, recv.count, 0, recv.bytes(), recv.base);
   return true;
 }

@@ -36,9 +36,10 @@ void finish_streaming();
 // scatterv of 64-128 B through the root's slot: 0.22-0.32 us before, 0.15-0.19 after).
 inline constexpr std::size_t kPrefetchHeadLines = 4;
 inline void prefetch_head(const void* from, std::size_t bytes) {
+  constexpr std::size_t kCacheLine = 64;
   const auto* at = static_cast<const char*>(from);
-  const std::size_t lines = std::min(kPrefetchHeadLines, (bytes + 63) / 64);
-  for (std::size_t line = 0; line < lines; ++line) __builtin_prefetch(at + line * 64);
+  const std::size_t lines = std::min(kPrefetchHeadLines, (bytes + kCacheLine - 1) / kCacheLine);
+  for (std::size_t line = 0; line < lines; ++line) __builtin_prefetch(at + line * kCacheLine);
 }
 
 // memcpy's contract: `to` and `from` do not overlap.
