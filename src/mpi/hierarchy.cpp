@@ -129,34 +129,103 @@ void NodeHierarchy::barrier() {
 void NodeHierarchy::bcast(void* buffer, int count, MPI_Datatype type, const Datatype& shm_type,
                           int root) {
   const int root_node = node_of_rank_[root];
-  const bool with_root = node_of_rank_[rank_] == root_node;
-  if (with_root) node_team_->bcast(buffer, count, shm_type, node_rank_of_rank_[root]);
-  if (leader()) {
-    const std::size_t bytes = static_cast<std::size_t>(count) * shm_type.size();
-    if (bytes <= kLeadersTreeBcastBytesMost) {
-      leaders_binomial_bcast(buffer, count, type, root_node);
-    } else {
-      PMPI_Bcast(buffer, count, type, root_node, leaders_);
+  const int root_in_node = node_rank_of_rank_[root];
+  const bool with_root = node() == root_node;
+  // The leaders' step needs the data at the root's leader. A root that leads its node spreads it
+  // to its members only after it left the node: they are not the last to get it, and the other
+  // nodes then wait for one node's step, not two.
+  const bool root_spreads_first = with_root && root_in_node != 0;
+  if (root_spreads_first) node_team_->bcast(buffer, count, shm_type, root_in_node);
+  const std::size_t bytes = static_cast<std::size_t>(count) * shm_type.size();
+  if (bytes > kLeadersTreeBcastBytesMost && size_of_nodes() <= kSegmentedBcastNodesMost) {
+    bcast_in_segments(buffer, count, shm_type, root_node);
+  } else {
+    if (leader()) {
+      if (bytes <= kLeadersTreeBcastBytesMost) {
+        leaders_binomial_bcast(buffer, count, type, root_node);
+      } else {
+        PMPI_Bcast(buffer, count, type, root_node, leaders_);
+      }
     }
+    if (!with_root) node_team_->bcast(buffer, count, shm_type, 0);
   }
-  if (!with_root) node_team_->bcast(buffer, count, shm_type, 0);
+  if (with_root && !root_spreads_first) node_team_->bcast(buffer, count, shm_type, 0);
+}
+
+int NodeHierarchy::binomial_links(int root_node) {
+  const int nodes = size_of_nodes();
+  const int relative = (node() - root_node + nodes) % nodes;
+  int lowest_bit = 1;  // below it, my children; at it, my parent (the root has none)
+  while (lowest_bit < nodes && (relative & lowest_bit) == 0) lowest_bit <<= 1;
+  // Nearest child first, as Open MPI's binomial tree sends: measured on 3 pretend nodes, where the
+  // farthest-first order of MPICH's took 58-63 us at 64 B-1 KiB against 50-55.
+  tree_children_.clear();
+  for (int bit = 1; bit < lowest_bit && relative + bit < nodes; bit <<= 1) {
+    tree_children_.push_back((relative + bit + root_node) % nodes);
+  }
+  return relative == 0 ? -1 : (relative - lowest_bit + root_node) % nodes;
 }
 
 void NodeHierarchy::leaders_binomial_bcast(void* buffer, int count, MPI_Datatype type,
                                            int root_node) {
-  const int nodes = static_cast<int>(members_.size());
-  const int relative = (node() - root_node + nodes) % nodes;
-  int lowest_bit = 1;  // below it, my children; at it, my parent (the root has none)
-  while (lowest_bit < nodes && (relative & lowest_bit) == 0) lowest_bit <<= 1;
-  if (relative != 0) {
-    const int parent = (relative - lowest_bit + root_node) % nodes;
-    PMPI_Recv(buffer, count, type, parent, kTreeTag, leaders_, MPI_STATUS_IGNORE);
+  const int parent = binomial_links(root_node);
+  if (parent >= 0) PMPI_Recv(buffer, count, type, parent, kTreeTag, leaders_, MPI_STATUS_IGNORE);
+  for (int child : tree_children_) PMPI_Send(buffer, count, type, child, kTreeTag, leaders_);
+}
+
+void NodeHierarchy::bcast_in_segments(void* buffer, int count, const Datatype& shm_type,
+                                      int root_node) {
+  const bool spreads = node() != root_node;  // the root's node spreads the whole after (bcast)
+  if (!leader() && !spreads) return;
+  // Segments are byte ranges of the packed data, as ranks may describe it with different types
+  // (a root's n ints, a column elsewhere): where a rank's type is not one run, the data passes
+  // through scratch, packed whole at the root's leader and unpacked segment by segment elsewhere.
+  const std::int64_t bytes = static_cast<std::int64_t>(count) * shm_type.size();
+  const bool contiguous = shm_type.is_contiguous();
+  std::byte* packed = contiguous ? static_cast<std::byte*>(buffer) + shm_type.lb()
+                                 : static_cast<std::byte*>(scratch(1, bytes));
+  const std::int64_t segment_bytes = kBcastSegmentBytes;
+  const std::int64_t segments = (bytes - 1) / segment_bytes + 1;
+  auto length = [&](std::int64_t k) {
+    return static_cast<int>(std::min(segment_bytes, bytes - k * segment_bytes));
+  };
+  auto spread = [&](std::int64_t k) {
+    if (!spreads) return;
+    std::byte* at = packed + k * segment_bytes;
+    node_team_->bcast(at, length(k), bytes_type(), 0);
+    if (!contiguous) shm_type.unpack_range(at, count, k * segment_bytes, length(k), buffer);
+  };
+  if (!leader()) {
+    for (std::int64_t k = 0; k < segments; ++k) spread(k);
+    return;
   }
-  // Nearest child first, as Open MPI's binomial tree sends: measured on 3 pretend nodes, where the
-  // farthest-first order of MPICH's took 58-63 us at 64 B-1 KiB against 50-55.
-  for (int bit = 1; bit < lowest_bit && relative + bit < nodes; bit <<= 1) {
-    PMPI_Send(buffer, count, type, (relative + bit + root_node) % nodes, kTreeTag, leaders_);
+  if (!spreads && !contiguous) shm_type.pack(buffer, count, packed);
+  // A window of segments in flight: receives posted ahead (matched in posting order), and each
+  // child's send of segment k waits for its send of k - window, so no call holds more requests.
+  const int parent = binomial_links(root_node);
+  const int children = static_cast<int>(tree_children_.size());
+  const int window = kBcastSegmentsInFlight;
+  requests_.assign(static_cast<std::size_t>(window) * (1 + children), MPI_REQUEST_NULL);
+  MPI_Request* receives = requests_.data();
+  MPI_Request* sends = receives + window;
+  auto post_receive = [&](std::int64_t k) {
+    if (parent < 0 || k >= segments) return;
+    PMPI_Irecv(packed + k * segment_bytes, length(k), MPI_BYTE, parent, kTreeTag, leaders_,
+               &receives[k % window]);
+  };
+  for (int k = 0; k < window; ++k) post_receive(k);
+  for (std::int64_t k = 0; k < segments; ++k) {
+    PMPI_Wait(&receives[k % window], MPI_STATUS_IGNORE);
+    post_receive(k + window);
+    for (int c = 0; c < children; ++c) {
+      MPI_Request& send = sends[(k % window) * children + c];
+      PMPI_Wait(&send, MPI_STATUS_IGNORE);
+      PMPI_Isend(packed + k * segment_bytes, length(k), MPI_BYTE, tree_children_[c], kTreeTag,
+                 leaders_, &send);
+    }
+    spread(k);
   }
+  PMPI_Waitall(window * children, sends, MPI_STATUSES_IGNORE);
 }
 
 void NodeHierarchy::reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,

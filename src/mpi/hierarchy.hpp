@@ -187,14 +187,22 @@ class NodeHierarchy {
   void root_to_leader(int which, std::int64_t bytes, int root);
   void leader_to_root(int which, std::int64_t bytes, int root);
   int node() const { return node_of_rank_[rank_]; }
+  int size_of_nodes() const { return static_cast<int>(members_.size()); }
+  // The leaders' binomial tree from root_node: sets tree_children_ to my children (nearest
+  // first) and returns my parent (-1 at the root).
+  int binomial_links(int root_node);
   // A bcast among the leaders in a binomial tree of point-to-point messages, each leader
   // receiving once and passing on, for data up to kLeadersTreeBcastBytesMost.
   void leaders_binomial_bcast(void* buffer, int count, MPI_Datatype type, int root_node);
+  // A larger bcast's leaders' step and its spread inside the nodes other than the root's, in
+  // segments of kBcastSegmentBytes down the same tree: each node's team spreads segment k while
+  // the next ones cross the network, where the whole would cross first and then be spread.
+  void bcast_in_segments(void* buffer, int count, const Datatype& shm_type, int root_node);
   // The tag of the layer's point-to-point messages between a root and its node's leader, out of
   // the way of small application tags (on the node's own communicator anyway).
   static constexpr int kResultTag = 0x5c01;
   static constexpr int kDirectTag = 0x5c02;  // alltoall_blocks' direct blocks, on peers_
-  static constexpr int kTreeTag = 0x5c03;    // leaders_binomial_bcast's messages, on leaders_
+  static constexpr int kTreeTag = 0x5c03;    // the leaders' bcast trees' messages, on leaders_
   static constexpr std::int64_t kPieceBytes = std::int64_t{1} << 30;  // sized_send's pieces
 
   int rank_ = 0;
@@ -210,6 +218,7 @@ class NodeHierarchy {
   std::vector<int> column_at_;  // where each node's ranks start in node order (nodes + 1 entries)
   std::vector<std::int64_t> run_at_, run_bytes_, incoming_at_, incoming_bytes_;  // per node
   std::vector<MPI_Request> requests_;
+  std::vector<int> tree_children_;  // binomial_links'
   // alltoall: where each source's block arrives (per rank); on the direct way, where each rank's
   // packed block lies (packed_at_ then holds where my packed block for it lies).
   std::vector<std::int64_t> received_at_;
@@ -266,5 +275,16 @@ inline constexpr std::size_t kAlltoallThroughLeadersBlockMost = 8 * 1024;
 // bcast of 8 B took 70-85 us that way and 55-62 through the tree. Up to this size a tree of
 // whole messages is what the MPIs run anyway (64 B-1 KiB: even).
 inline constexpr std::size_t kLeadersTreeBcastBytesMost = 1024;
+
+// A larger bcast crosses the nodes in segments (bcast_in_segments), each node's team spreading
+// one while the next crosses the network, as Open MPI's coll/han pipelines (its bcast segments
+// are 64 KiB too, the size of Open MPI's TCP eager messages, which a sender pushes without waiting
+// for the receiver). On 2 pretend nodes of 2 ranks (docs/clusters.md) the whole crossing first
+// and then spread took a 1 MiB bcast 850-920 us where han took 550. Past a few nodes the binomial
+// tree's root sends every segment once per child (log2 of the nodes), where the MPI's own large
+// bcasts (scatter and allgather) send it about twice in all: there the leaders call PMPI_Bcast.
+inline constexpr std::size_t kBcastSegmentBytes = 64 * 1024;
+inline constexpr int kBcastSegmentsInFlight = 8;
+inline constexpr int kSegmentedBcastNodesMost = 4;
 
 }  // namespace shmcoll::mpi
