@@ -160,6 +160,10 @@ class NodeHierarchy {
   // exchanged, then each member's blocks in source order into scratch 3; sets member_bytes_ and
   // member_at_ to them.
   void exchange_runs(const std::int64_t* table, const std::byte* gathered);
+  // Allgather(v)'s leaders' step and spread on up to kSegmentedAllgatherNodesMost nodes: the
+  // leaders exchange their nodes' runs in segments, point-to-point, and each node's team spreads a
+  // segment as soon as its leader has it, while the next ones cross the network.
+  void allgather_runs_in_segments(std::byte* packed);
   // Allgather(v)'s body: rank r's block holds count_of(r) elements at displacement_of(r).
   template <typename CountOf, typename DisplacementOf>
   void allgather_packed(const void* sendbuf, std::int64_t sendcount, const Datatype& sendtype,
@@ -286,5 +290,11 @@ inline constexpr std::size_t kLeadersTreeBcastBytesMost = 1024;
 inline constexpr std::size_t kBcastSegmentBytes = 64 * 1024;
 inline constexpr int kBcastSegmentsInFlight = 8;
 inline constexpr int kSegmentedBcastNodesMost = 4;
+
+// An allgather past one segment on 2 nodes exchanges the two runs the same way
+// (allgather_runs_in_segments): at 2x2, 1-4 MiB blocks went from 0.87-1.12x han to 1.34-1.37x.
+// On 3 pretend nodes, round-robin, it measured 0.97-0.99x han at 1-4 MiB where the leaders'
+// PMPI_Allgatherv and one spread took 1.05-1.07x (docs/clusters.md), so there they still do.
+inline constexpr int kSegmentedAllgatherNodesMost = 2;
 
 }  // namespace shmcoll::mpi

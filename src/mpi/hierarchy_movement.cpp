@@ -77,6 +77,67 @@ void NodeHierarchy::leader_to_root(int which, std::int64_t bytes, int root) {
   }
 }
 
+void NodeHierarchy::allgather_runs_in_segments(std::byte* packed) {
+  const int nodes = size_of_nodes();
+  const std::int64_t segment_bytes = kBcastSegmentBytes;
+  auto segments_of = [&](int n) -> std::int64_t {
+    return node_bytes_[n] == 0 ? 0 : (node_bytes_[n] - 1) / segment_bytes + 1;
+  };
+  std::int64_t steps = 0;
+  for (int n = 0; n < nodes; ++n) steps = std::max(steps, segments_of(n));
+  auto at = [&](int n, std::int64_t k) { return packed + node_at_[n] + k * segment_bytes; };
+  auto length = [&](int n, std::int64_t k) {
+    return static_cast<int>(
+        std::min<std::int64_t>(segment_bytes, node_bytes_[n] - k * segment_bytes));
+  };
+  auto spread = [&](int n, std::int64_t k) {
+    node_team_->bcast(at(n, k), length(n, k), bytes_type(), 0);
+  };
+  // Every member spreads in the same order: step k, segment k of my node's run, then of each
+  // other node's, from the next node on.
+  const int others = nodes - 1;
+  auto other = [&](int i) { return (node() + 1 + i) % nodes; };
+  if (!leader()) {
+    for (std::int64_t k = 0; k < steps; ++k) {
+      for (int j = 0; j < nodes; ++j) {
+        const int n = (node() + j) % nodes;
+        if (k < segments_of(n)) spread(n, k);
+      }
+    }
+    return;
+  }
+  // The leaders go in step: a leader posts segment k + window (its send, and its receive from
+  // each other leader) only once its segment k has gone and come, so a send waits at most for a
+  // receive its peer posted a window of steps before, whatever protocol the MPI's sends take.
+  const int window = kBcastSegmentsInFlight;
+  requests_.assign(static_cast<std::size_t>(window) * others * 2, MPI_REQUEST_NULL);
+  MPI_Request* receives = requests_.data();  // [other][step % window]
+  MPI_Request* sends = receives + static_cast<std::size_t>(window) * others;
+  auto post = [&](std::int64_t k) {
+    for (int i = 0; i < others; ++i) {
+      const int n = other(i);
+      if (k < segments_of(n)) {
+        PMPI_Irecv(at(n, k), length(n, k), MPI_BYTE, n, kTreeTag, leaders_,
+                   &receives[i * window + k % window]);
+      }
+      if (k < segments_of(node())) {
+        PMPI_Isend(at(node(), k), length(node(), k), MPI_BYTE, n, kTreeTag, leaders_,
+                   &sends[i * window + k % window]);
+      }
+    }
+  };
+  for (int k = 0; k < window; ++k) post(k);
+  for (std::int64_t k = 0; k < steps; ++k) {
+    if (k < segments_of(node())) spread(node(), k);
+    for (int i = 0; i < others; ++i) {
+      PMPI_Wait(&receives[i * window + k % window], MPI_STATUS_IGNORE);
+      if (k < segments_of(other(i))) spread(other(i), k);
+    }
+    for (int i = 0; i < others; ++i) PMPI_Wait(&sends[i * window + k % window], MPI_STATUS_IGNORE);
+    post(k + window);
+  }
+}
+
 template <typename CountOf, typename DisplacementOf>
 void NodeHierarchy::allgather_packed(const void* sendbuf, std::int64_t sendcount,
                                      const Datatype& sendtype, void* recvbuf,
@@ -86,21 +147,36 @@ void NodeHierarchy::allgather_packed(const void* sendbuf, std::int64_t sendcount
     return count_of(r) * static_cast<std::int64_t>(recvtype.size());
   };
   const std::int64_t total = lay_out(bytes);
-  auto* packed = static_cast<std::byte*>(scratch(0, static_cast<std::size_t>(total)));
   auto* received = static_cast<std::byte*>(recvbuf);
   const auto block = [&](int r) { return received + displacement_of(r) * recvtype.extent(); };
+  // Where my receive buffer holds the blocks one after another as they are packed (node after
+  // node: ranks in blocks on their nodes, a contiguous type, no gaps), they travel in it, and
+  // nothing is unpacked. Each rank decides alone: the packed order is the same on every rank.
+  bool direct = recvtype.is_contiguous();
+  for (int r = 0; r < size() && direct; ++r) {
+    direct = displacement_of(r) * recvtype.extent() == packed_at_[r];
+  }
+  auto* packed = direct ? received + recvtype.lb()
+                        : static_cast<std::byte*>(scratch(0, static_cast<std::size_t>(total)));
   const bool in_place = sendbuf == shmcoll::in_place;
-  if (in_place) {
+  if (in_place && direct && leader()) {
+    gather_to_leader(shmcoll::in_place, 0, recvtype, packed + node_at_[node()]);
+  } else if (in_place) {
     gather_to_leader(block(rank_), count_of(rank_), recvtype, packed + node_at_[node()]);
   } else {
     gather_to_leader(sendbuf, sendcount, sendtype, packed + node_at_[node()]);
   }
-  if (leader()) {
-    PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, packed, node_bytes_.data(), node_at_.data(),
-                    MPI_BYTE, leaders_);
+  if (total > static_cast<std::int64_t>(kBcastSegmentBytes) &&
+      size_of_nodes() <= kSegmentedAllgatherNodesMost) {
+    allgather_runs_in_segments(packed);
+  } else {
+    if (leader()) {
+      PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, packed, node_bytes_.data(), node_at_.data(),
+                      MPI_BYTE, leaders_);
+    }
+    if (total > 0) node_team_->bcast(packed, total, Dtype::byte, 0);
   }
-  if (total > 0) node_team_->bcast(packed, total, Dtype::byte, 0);
-  for (int r = 0; r < size(); ++r) {
+  for (int r = 0; r < size() && !direct; ++r) {
     if (r == rank_ && in_place) continue;
     recvtype.unpack_range(packed + packed_at_[r], count_of(r), 0,
                           static_cast<std::size_t>(bytes(r)), block(r));
