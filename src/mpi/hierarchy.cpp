@@ -122,8 +122,29 @@ void* NodeHierarchy::scratch(int which, std::size_t bytes) {
 
 void NodeHierarchy::barrier() {
   node_team_->barrier();  // everyone on this node has arrived
-  if (leader()) PMPI_Barrier(leaders_);
+  if (leader()) leaders_barrier();
   node_team_->barrier();  // ... and on every node
+}
+
+void NodeHierarchy::leaders_barrier() {
+  const int nodes = size_of_nodes();
+  if (nodes < 3 || nodes > kFanInBarrierNodesMost) {
+    PMPI_Barrier(leaders_);
+    return;
+  }
+  // Node 0's leader hears from every other leader, then releases them (kFanInBarrierNodesMost
+  // says why).
+  if (node() == 0) {
+    for (int arrived = 1; arrived < nodes; ++arrived) {
+      PMPI_Recv(nullptr, 0, MPI_BYTE, MPI_ANY_SOURCE, kBarrierTag, leaders_, MPI_STATUS_IGNORE);
+    }
+    for (int other = 1; other < nodes; ++other) {
+      PMPI_Send(nullptr, 0, MPI_BYTE, other, kBarrierTag, leaders_);
+    }
+  } else {
+    PMPI_Send(nullptr, 0, MPI_BYTE, 0, kBarrierTag, leaders_);
+    PMPI_Recv(nullptr, 0, MPI_BYTE, 0, kBarrierTag, leaders_, MPI_STATUS_IGNORE);
+  }
 }
 
 void NodeHierarchy::bcast(void* buffer, int count, MPI_Datatype type, const Datatype& shm_type,
@@ -166,6 +187,14 @@ int NodeHierarchy::binomial_links(int root_node) {
   return relative == 0 ? -1 : (relative - lowest_bit + root_node) % nodes;
 }
 
+int NodeHierarchy::chain_links(int root_node) {
+  const int nodes = size_of_nodes();
+  const int relative = (node() - root_node + nodes) % nodes;
+  tree_children_.clear();
+  if (relative + 1 < nodes) tree_children_.push_back((node() + 1) % nodes);
+  return relative == 0 ? -1 : (node() - 1 + nodes) % nodes;
+}
+
 void NodeHierarchy::leaders_binomial_bcast(void* buffer, int count, MPI_Datatype type,
                                            int root_node) {
   const int parent = binomial_links(root_node);
@@ -202,7 +231,9 @@ void NodeHierarchy::bcast_in_segments(void* buffer, int count, const Datatype& s
   if (!spreads && !contiguous) shm_type.pack(buffer, count, packed);
   // A window of segments in flight: receives posted ahead (matched in posting order), and each
   // child's send of segment k waits for its send of k - window, so no call holds more requests.
-  const int parent = binomial_links(root_node);
+  const bool chain =
+      size_of_nodes() <= kChainBcastNodesMost && segments >= kChainBcastSegmentsLeast;
+  const int parent = chain ? chain_links(root_node) : binomial_links(root_node);
   const int children = static_cast<int>(tree_children_.size());
   const int window = kBcastSegmentsInFlight;
   requests_.assign(static_cast<std::size_t>(window) * (1 + children), MPI_REQUEST_NULL);

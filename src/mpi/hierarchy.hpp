@@ -195,6 +195,8 @@ class NodeHierarchy {
   // The leaders' binomial tree from root_node: sets tree_children_ to my children (nearest
   // first) and returns my parent (-1 at the root).
   int binomial_links(int root_node);
+  // The same for a chain from root_node through the nodes in order (one child at most).
+  int chain_links(int root_node);
   // A bcast among the leaders in a binomial tree of point-to-point messages, each leader
   // receiving once and passing on, for data up to kLeadersTreeBcastBytesMost.
   void leaders_binomial_bcast(void* buffer, int count, MPI_Datatype type, int root_node);
@@ -202,11 +204,15 @@ class NodeHierarchy {
   // segments of kBcastSegmentBytes down the same tree: each node's team spreads segment k while
   // the next ones cross the network, where the whole would cross first and then be spread.
   void bcast_in_segments(void* buffer, int count, const Datatype& shm_type, int root_node);
+  // The leaders' step of a barrier: on 3 to kFanInBarrierNodesMost nodes, node 0's leader
+  // gathers the others' arrivals and releases them; else PMPI_Barrier among the leaders.
+  void leaders_barrier();
   // The tag of the layer's point-to-point messages between a root and its node's leader, out of
   // the way of small application tags (on the node's own communicator anyway).
   static constexpr int kResultTag = 0x5c01;
-  static constexpr int kDirectTag = 0x5c02;  // alltoall_blocks' direct blocks, on peers_
-  static constexpr int kTreeTag = 0x5c03;    // the leaders' bcast trees' messages, on leaders_
+  static constexpr int kDirectTag = 0x5c02;   // alltoall_blocks' direct blocks, on peers_
+  static constexpr int kTreeTag = 0x5c03;     // the leaders' bcast trees' messages, on leaders_
+  static constexpr int kBarrierTag = 0x5c04;  // leaders_barrier's arrivals and releases
   static constexpr std::int64_t kPieceBytes = std::int64_t{1} << 30;  // sized_send's pieces
 
   int rank_ = 0;
@@ -290,6 +296,24 @@ inline constexpr std::size_t kLeadersTreeBcastBytesMost = 1024;
 inline constexpr std::size_t kBcastSegmentBytes = 64 * 1024;
 inline constexpr int kBcastSegmentsInFlight = 8;
 inline constexpr int kSegmentedBcastNodesMost = 4;
+
+// Many segments on 3 nodes go down a chain instead (root, then the next node, then the last),
+// each leader sending each segment once, where the tree's root sends it to both others: on 3
+// pretend nodes of 2 ranks, round-robin, 1 MiB took 1.42-1.44 ms against the tree's 2.24 (han:
+// 2.7-2.8), 4 MiB 6.5-7.0 ms against 12.3-14.3 (han: 10.1-10.2), 256 KiB 434-451 us against
+// 481-489, and a single segment was slower (two hops where the tree has one). On 4 nodes the
+// chain measured even with the tree from 1 MiB and slower at 256 KiB, so there the tree stays.
+inline constexpr int kChainBcastNodesMost = 3;
+inline constexpr std::int64_t kChainBcastSegmentsLeast = 4;
+
+// The leaders' barrier: on 2 nodes the MPI's is one exchange, a single hop. On 3, Open MPI 4.1's
+// (Bruck's: two rounds in which every leader sends and receives) measured 77-81 us on 3 pretend
+// nodes of 2 ranks, round-robin (0.78-0.84x the MPI alone), and the same two rounds written here
+// 69; node 0's leader gathering the others' arrivals and then releasing them, where the others
+// only send and wait, took 57-58 (1.07-1.10x). On 4 nodes the two were even (72 and 74 us); on 2
+// the gather-release took 23 us against the exchange's 17 (docs/clusters.md). Past 4, one
+// leader's serial receives grow with the nodes, and the MPI's barrier scales.
+inline constexpr int kFanInBarrierNodesMost = 4;
 
 // An allgather past one segment on 2 nodes exchanges the two runs the same way
 // (allgather_runs_in_segments): at 2x2, 1-4 MiB blocks went from 0.87-1.12x han to 1.34-1.37x.

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "layer_check.h"
 
@@ -209,6 +210,31 @@ static void check_user_ops(MPI_Comm comm) {
   MPI_Op_free(&plus);
 }
 
+// A barrier lets nobody out before the last rank is in: the first and then the last rank come to
+// it 100 ms after the others (who all left an allreduce, so all were past it), and each other
+// rank must spend most of that in the barrier. A barrier that lets ranks out early takes
+// microseconds; the margin (30 ms of the 100) is for a loaded machine's scheduling.
+static void check_barrier_waits(MPI_Comm comm) {
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const int late_ranks[] = {0, size - 1};
+  for (int k = 0; k < 2; ++k) {
+    const int late = late_ranks[k];
+    int one = 1, total = 0;
+    MPI_Allreduce(&one, &total, 1, MPI_INT, MPI_SUM, comm);
+    const double start = MPI_Wtime();
+    if (rank == late) {
+      const struct timespec pause = {0, 100 * 1000 * 1000};
+      nanosleep(&pause, NULL);
+    }
+    MPI_Barrier(comm);
+    const double waited = MPI_Wtime() - start;
+    CHECK(rank == late || waited > 0.07, "barrier left after %.4f s while rank %d came 0.1 s late",
+          waited, late);
+  }
+}
+
 static void check_bcast_and_barrier(MPI_Comm comm) {
   int rank, size;
   MPI_Comm_rank(comm, &rank);
@@ -228,6 +254,7 @@ static void check_bcast_and_barrier(MPI_Comm comm) {
     free(data);
   }
   for (int i = 0; i < 10; ++i) MPI_Barrier(comm);
+  check_barrier_waits(comm);
 }
 
 // A contiguous derived type in bcast, MAXLOC on a pair type, and Reduce_local.
