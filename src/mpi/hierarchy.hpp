@@ -201,8 +201,9 @@ class NodeHierarchy {
   // receiving once and passing on, for data up to kLeadersTreeBcastBytesMost.
   void leaders_binomial_bcast(void* buffer, int count, MPI_Datatype type, int root_node);
   // A larger bcast's leaders' step and its spread inside the nodes other than the root's, in
-  // segments of kBcastSegmentBytes down the same tree: each node's team spreads segment k while
-  // the next ones cross the network, where the whole would cross first and then be spread.
+  // segments of kBcastSegmentBytes down the same tree (or, for many segments on few nodes, a
+  // chain: kChainBcastNodesMost): each node's team spreads segment k while the next ones cross
+  // the network, where the whole would cross first and then be spread.
   void bcast_in_segments(void* buffer, int count, const Datatype& shm_type, int root_node);
   // The leaders' step of a barrier: on 3 to kFanInBarrierNodesMost nodes, node 0's leader
   // gathers the others' arrivals and releases them; else PMPI_Barrier among the leaders.
@@ -274,25 +275,26 @@ inline bool fits_node_by_node(const Route& route, std::int64_t total) {
 }
 
 // Node by node moves every byte that leaves a node through its leader. For alltoall, measured
-// across a real network hop (docs/clusters.md: 2 nodes x 2 ranks, Open MPI 4.1.4, OSU-style), that
-// loses to the MPI's own exchange from blocks of 16 KiB (0.41-0.81x) and wins up to 1 KiB
-// (1.06-1.57x): larger blocks go straight to their ranks instead (alltoall_blocks).
+// across a real network hop (docs/clusters-measured.md: 2 nodes x 2 ranks, Open MPI 4.1.4,
+// OSU-style), that loses to the MPI's own exchange from blocks of 16 KiB (0.41-0.81x) and wins up
+// to 1 KiB (1.06-1.57x): larger blocks go straight to their ranks instead (alltoall_blocks).
 inline constexpr std::size_t kAlltoallThroughLeadersBlockMost = 8 * 1024;
 
 // The leaders' step of a small bcast runs the layer's own binomial tree rather than PMPI_Bcast:
 // Open MPI 4.1's tuned chooses a chain ("pipeline") below 32 bytes on fewer than 4 ranks, each
-// leader waiting for the one before it: on 3 pretend nodes of 2 ranks (docs/clusters.md), a
-// bcast of 8 B took 70-85 us that way and 55-62 through the tree. Up to this size a tree of
-// whole messages is what the MPIs run anyway (64 B-1 KiB: even).
+// leader waiting for the one before it: on 3 pretend nodes of 2 ranks (docs/clusters-measured.md),
+// a bcast of 8 B took 70-85 us that way and 55-62 through the tree. Up to this size a tree of whole
+// messages is what the MPIs run anyway (64 B-1 KiB: even).
 inline constexpr std::size_t kLeadersTreeBcastBytesMost = 1024;
 
 // A larger bcast crosses the nodes in segments (bcast_in_segments), each node's team spreading
 // one while the next crosses the network, as Open MPI's coll/han pipelines (its bcast segments
 // are 64 KiB too, the size of Open MPI's TCP eager messages, which a sender pushes without waiting
-// for the receiver). On 2 pretend nodes of 2 ranks (docs/clusters.md) the whole crossing first
-// and then spread took a 1 MiB bcast 850-920 us where han took 550. Past a few nodes the binomial
-// tree's root sends every segment once per child (log2 of the nodes), where the MPI's own large
-// bcasts (scatter and allgather) send it about twice in all: there the leaders call PMPI_Bcast.
+// for the receiver). On 2 pretend nodes of 2 ranks (docs/clusters-measured.md) the whole crossing
+// first and then spread took a 1 MiB bcast 850-920 us where han took 550. Past a few nodes the
+// binomial tree's root sends every segment once per child (log2 of the nodes), where the MPI's own
+// large bcasts (scatter and allgather) send it about twice in all: there the leaders call
+// PMPI_Bcast.
 inline constexpr std::size_t kBcastSegmentBytes = 64 * 1024;
 inline constexpr int kBcastSegmentsInFlight = 8;
 inline constexpr int kSegmentedBcastNodesMost = 4;
@@ -311,14 +313,15 @@ inline constexpr std::int64_t kChainBcastSegmentsLeast = 4;
 // nodes of 2 ranks, round-robin (0.78-0.84x the MPI alone), and the same two rounds written here
 // 69; node 0's leader gathering the others' arrivals and then releasing them, where the others
 // only send and wait, took 57-58 (1.07-1.10x). On 4 nodes the two were even (72 and 74 us); on 2
-// the gather-release took 23 us against the exchange's 17 (docs/clusters.md). Past 4, one
+// the gather-release took 23 us against the exchange's 17 (docs/clusters-measured.md). Past 4, one
 // leader's serial receives grow with the nodes, and the MPI's barrier scales.
 inline constexpr int kFanInBarrierNodesMost = 4;
 
 // An allgather past one segment on 2 nodes exchanges the two runs the same way
 // (allgather_runs_in_segments): at 2x2, 1-4 MiB blocks went from 0.87-1.12x han to 1.34-1.37x.
 // On 3 pretend nodes, round-robin, it measured 0.97-0.99x han at 1-4 MiB where the leaders'
-// PMPI_Allgatherv and one spread took 1.05-1.07x (docs/clusters.md), so there they still do.
+// PMPI_Allgatherv and one spread took 1.05-1.07x (docs/clusters-measured.md), so there they still
+// do.
 inline constexpr int kSegmentedAllgatherNodesMost = 2;
 
 }  // namespace shmcoll::mpi

@@ -296,7 +296,7 @@ void NodeHierarchy::alltoallv(const void* sendbuf, std::span<const std::int64_t>
     recv_displs[i] = rdispls[mine[i]];
   }
   // No rank knows every block's size, so none can choose the leaders' way for small ones; direct
-  // loses little there (docs/clusters.md) and never funnels large ones through a leader.
+  // loses little there (docs/clusters-measured.md) and never funnels large ones through a leader.
   alltoall_blocks(
       Ways::direct, in_place,
       [&](int d) {
