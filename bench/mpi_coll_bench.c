@@ -1,7 +1,8 @@
 /* The same measurement as shmcoll-bench, for an MPI's own collectives (or an MPI with shmcoll's
  * layer preloaded), so the contenders compare: per size a warm-up, one untimed batch, then SAMPLES
  * batches of back-to-back calls (about 200 us each) between barriers; a sample is the slowest
- * rank's time per call (MPI_MAX). Rank 0 prints the median, min and max, then a line
+ * rank's time per call (MPI_MAX over every rank's own times, taken after the last sample). Rank 0
+ * prints the median, min and max, then a line
  * "# samples BYTES t1 ... tN" (us, in order) that shmcoll-bench --vs reads.
  * With --single, a sample is one call after a barrier instead, on buffers fresh from calloc
  * (harness_method.h). With --written, the single-call method's buffers are
@@ -246,9 +247,7 @@ int main(int argc, char** argv) {
         MPI_Barrier(MPI_COMM_WORLD);
         const double start = MPI_Wtime();
         CALL();
-        double mine = MPI_Wtime() - start, slowest;
-        MPI_Reduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-        times[s] = slowest;
+        times[s] = MPI_Wtime() - start;
       }
     } else {
       double start = MPI_Wtime();
@@ -263,11 +262,14 @@ int main(int argc, char** argv) {
         MPI_Barrier(MPI_COMM_WORLD);
         start = MPI_Wtime();
         for (long i = 0; i < batch; ++i) CALL();
-        double mine = (MPI_Wtime() - start) / batch, slowest;
-        MPI_Reduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-        times[s] = slowest;
+        times[s] = (MPI_Wtime() - start) / batch;
       }
     }
+    /* Each sample's slowest rank, found once all samples are taken: a reduce after every call
+     * would run between the call and the next barrier, where OSU and IMB have only the barrier,
+     * and change who leaves that barrier first (a reduce's root leaves it last). */
+    MPI_Reduce(rank == 0 ? MPI_IN_PLACE : times, rank == 0 ? times : NULL, samples, MPI_DOUBLE,
+               MPI_MAX, 0, MPI_COMM_WORLD);
 #undef CALL
     if (rank == 0) {
       printf("# samples %zu", bytes);
